@@ -1,0 +1,46 @@
+"""Efficiency factors: achieved fractions of datasheet peaks, from ``calibration.yaml``.
+
+The single documented place for them. Per hardware family overrides fall back to the
+defaults. A user can pass their own :class:`Efficiency` to :func:`estimator.estimate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    memory: float
+    compute: float
+    comm_latency_scale: float
+    collective_base_us: float
+    layer_overhead_us: float
+    step_overhead_ms: float
+
+
+@dataclass(frozen=True)
+class LinkDefaults:
+    nic_latency_us: float
+
+
+@lru_cache(maxsize=1)
+def calibration() -> dict[str, Any]:
+    text = resources.files("estimator").joinpath("calibration.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def efficiency_for(family: str) -> Efficiency:
+    cal = calibration()
+    base = Efficiency(**cal["defaults"])
+    over = (cal.get("families") or {}).get(family) or {}
+    return replace(base, **over)
+
+
+def link_defaults() -> LinkDefaults:
+    return LinkDefaults(**calibration()["links"])

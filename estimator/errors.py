@@ -1,0 +1,39 @@
+"""Errors the estimator raises for bad input. The CLI turns these into exit code 2."""
+
+from __future__ import annotations
+
+import difflib
+
+
+class EstimatorError(ValueError):
+    """Bad input to the estimator: unknown name, impossible split, malformed config."""
+
+
+class UnknownNameError(EstimatorError):
+    """A model or GPU name that matches no preset; carries the closest matches."""
+
+    def __init__(self, kind: str, name: str, known: list[str]):
+        self.kind = kind
+        self.name = name
+        self.suggestions = closest(name, known)
+        hint = f" Did you mean: {', '.join(self.suggestions)}?" if self.suggestions else ""
+        super().__init__(
+            f"unknown {kind} '{name}'.{hint} (`planner {kind}s list` shows all {len(known)})"
+        )
+
+
+class SplitError(EstimatorError):
+    """A TP/PP/EP split that the model or the hardware cannot run; names the rule."""
+
+
+def closest(name: str, known: list[str], n: int = 3) -> list[str]:
+    """Closest known names: difflib on lowercase, plus substring hits (e.g. '70b')."""
+    low = {k.lower(): k for k in known}
+    hits = difflib.get_close_matches(name.lower(), list(low), n=n, cutoff=0.5)
+    if len(hits) < n:
+        for k in sorted(low):
+            if name.lower() in k and k not in hits:
+                hits.append(k)
+            if len(hits) >= n:
+                break
+    return [low[h] for h in hits]

@@ -1,0 +1,347 @@
+"""The forward estimate: memory box, prefill, decode step, throughput and bottleneck.
+
+:class:`Evaluator` prepares every scalar that depends on (model, GPU, split, formats, engine)
+once; its methods then evaluate numpy arrays of batch sizes and contexts at once, which is
+what the planner and the benchmark use. :func:`estimate` is the one-shot convenience call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from . import comm
+from .efficiency import Efficiency, efficiency_for
+from .errors import EstimatorError, SplitError
+from .formats import compute_precision, kv_format, weight_format
+from .hardware import Accelerator
+from .memory import engine as get_engine
+from .memory import runtime_overhead_bytes
+from .model import LanguageModel
+from .parallel import Parallel, check_split
+
+ACT_BYTES = 2.0  # activations travel in 16-bit between layers and over the links
+EMBED_BYTES = 2.0  # quantisation recipes (AWQ, GPTQ, ModelOpt FP8/FP4) keep embeddings and lm_head 16-bit
+
+
+class Workload(BaseModel):
+    """One request shape. ``batch`` = concurrent sequences per replica (static batch)."""
+
+    model_config = ConfigDict(extra="forbid")
+    input_tokens: int = Field(ge=1)
+    output_tokens: int = Field(ge=1)
+    batch: int = Field(1, ge=1)
+
+
+def expert_touch(k: int, experts: int, tokens):
+    """Share of experts a step's tokens route to: 1 − (1 − k/E)^tokens (uniform routing)."""
+    return 1.0 - (1.0 - k / experts) ** np.asarray(tokens, float)
+
+
+@dataclass
+class StepTimes:
+    """Seconds for one forward step of the whole replica (all pipeline stages)."""
+
+    memory: Any
+    compute: Any
+    comm: Any
+    overhead: Any
+    total: Any
+    bytes_per_gpu: Any
+    flops_per_gpu: Any
+
+    def bottleneck(self) -> Any:
+        stack = np.stack(np.broadcast_arrays(self.memory, self.compute, self.comm))
+        names = np.array(["memory", "compute", "interconnect"])
+        return names[np.argmax(stack, axis=0)]
+
+
+class Evaluator:
+    """Everything for one (model, GPU, split, formats, engine); array-friendly methods."""
+
+    def __init__(self, model: LanguageModel, gpu: Accelerator, par: Parallel,
+                 weights: str = "bf16", kv: str = "bf16", engine: str = "vllm",
+                 efficiency: Efficiency | None = None):
+        check_split(model, par)
+        self.model, self.gpu, self.par = model, gpu, par
+        self.wfmt, self.kvfmt, self.engine = weight_format(weights), kv_format(kv), get_engine(engine)
+        self.eff = efficiency or efficiency_for(gpu.family)
+        self.notes: list[str] = []
+        self.precision, note = compute_precision(self.wfmt.compute, gpu.dense_tflops)
+        if note:
+            self.notes.append(note)
+        self.attn_precision, _ = compute_precision("bf16", gpu.dense_tflops)
+        tp, pp = par.tp, par.pp
+        self.tp, self.pp, self.gpus = tp, pp, tp * pp
+        if self.gpus > comm.domain(gpu) and not gpu.scale_out_gb_s:
+            raise SplitError(
+                f"{self.gpus} GPUs per replica exceed the {comm.domain(gpu)}-GPU domain of "
+                f"{gpu.name}, which has no scale-out network in its preset")
+        c, m = model.counts, model
+        wb = self.wfmt.bytes_per_value
+
+        # --- weights per GPU (bytes) ----------------------------------------------------
+        attn_div = 1 if par.attention_dp else tp  # attention-DP replicates attention weights
+        layer_nonexpert = (c.attention / attn_div + (c.mamba + c.dense_mlp + c.moe_always_on) / tp
+                           + c.norms)
+        layer_expert = c.routed_experts / tp  # EP or expert-TP: each GPU holds 1/tp of experts
+        self._head_bytes = (c.embed + c.lm_head) * EMBED_BYTES / tp
+        if pp == 1:
+            share = 1.0
+            ends = self._head_bytes + c.extra * EMBED_BYTES / tp
+        else:  # the heaviest stage: its layers plus the embedding (+vision) or the lm_head
+            share = -(-m.num_layers // pp) / m.num_layers
+            ends = max(c.embed + c.extra, c.lm_head) * EMBED_BYTES / tp
+        self.weight_bytes = (layer_nonexpert + layer_expert) * wb * share + ends
+        # streamed per decode step, per GPU (stages balanced; lm_head spread over stages)
+        lm_stream = (c.lm_head if c.lm_head else c.embed) * EMBED_BYTES / tp
+        self.dense_stream = (layer_nonexpert * wb + lm_stream) / pp
+        self.expert_stream = layer_expert * wb / pp
+
+        # --- KV / state per sequence per GPU ------------------------------------------
+        a = m.attention
+        if a is None:
+            self.kv_share = 0.0
+        elif par.attention_dp:
+            self.kv_share = 1.0 / tp  # each GPU keeps its own sequences' whole cache
+        elif a.kind == "mla":
+            self.kv_share = 1.0  # the latent has no heads to split: every TP rank holds it all
+            if tp > 1:
+                self.notes.append("MLA under TP: every rank holds the whole latent KV cache "
+                                  "(use attention_dp to spread sequences instead)")
+        else:
+            self.kv_share = 1.0 / min(tp, a.num_kv_heads)  # heads beyond TP=kv replicate
+            if tp > a.num_kv_heads:
+                self.notes.append(f"TP={tp} > {a.num_kv_heads} KV heads: KV heads replicate")
+        self.kv_share /= pp
+        self.state_bytes = m.state_bytes_per_sequence() / tp / pp
+
+        # --- activations and overhead (per GPU, bytes) ---------------------------------
+        h = m.hidden_size
+        qkv = (a.num_heads * a.head_dim + 2 * a.num_kv_heads * a.head_dim) if a and a.kind == "gqa" \
+            else (a.num_heads * (a.head_dim + a.v_dim) if a else 0)
+        widest = max(m.dense_mlp.intermediate_size if m.dense_mlp else 0,
+                     (m.moe.top_k * m.moe.expert_intermediate_size + m.moe.shared_intermediate_size)
+                     if m.moe else 0,
+                     2 * m.mamba.d_inner if m.mamba else 0)
+        per_token = ACT_BYTES * (4 * h + (qkv + 3 * widest) / tp)
+        logits = min(256, self.engine.max_num_batched_tokens) * m.vocab_size / tp * 4.0  # fp32
+        self.activation_bytes = self.engine.max_num_batched_tokens * per_token + logits
+        self.overhead_bytes = runtime_overhead_bytes(self.gpus)
+        cap = gpu.memory_bytes
+        fixed = self.weight_bytes + self.activation_bytes + self.overhead_bytes
+        if self.engine.of == "total":
+            self.kv_budget = self.engine.fraction * cap - fixed
+        else:
+            self.kv_budget = self.engine.fraction * (cap - fixed)
+        self.capacity = cap
+
+        # --- per-token compute ----------------------------------------------------------
+        self.matmul_flops_token = 2.0 * m.matmul_params_per_token
+        self.peak = gpu.peak_flops(self.precision) * self.eff.compute
+        self.peak_attn = gpu.peak_flops(self.attn_precision) * self.eff.compute
+        self.bw = gpu.bandwidth_bytes_s * self.eff.memory
+        self.layers_per_stage = -(-m.num_layers // pp)
+
+    # ---- memory -----------------------------------------------------------------------
+    def kv_bytes_per_gpu(self, batch, context):
+        """KV cache + recurrent state per GPU for ``batch`` sequences at ``context`` tokens."""
+        per_seq = self.model.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
+        return np.asarray(batch, float) * (per_seq + self.state_bytes)
+
+    def max_batch(self, context):
+        """Largest batch whose KV fits at ``context`` tokens per sequence (0 if none)."""
+        per_seq = self.model.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
+        per_seq = per_seq + self.state_bytes
+        out = np.floor(np.maximum(self.kv_budget, 0) / np.maximum(per_seq, 1e-9))
+        return np.minimum(out, 1e9).astype(np.int64)
+
+    # ---- time -------------------------------------------------------------------------
+    def _comm(self, tokens):
+        """Interconnect seconds for one stage's pass over ``tokens`` tokens."""
+        m, g, e = self.model, self.gpu, self.eff
+        msg = np.asarray(tokens, float) * m.hidden_size * ACT_BYTES
+        layers = self.layers_per_stage
+        moe_frac = m.num_moe_layers / m.num_layers
+        t = np.zeros_like(msg)
+        if self.tp > 1:
+            ar = comm.allreduce(g, self.tp, msg, e)
+            if self.par.ep > 1:  # MoE layers: attention all-reduce + all-to-all dispatch/combine
+                k = m.moe.top_k
+                a2a = comm.alltoall(g, self.par.ep, msg * k / self.tp, e)
+                t = layers * ((1 - moe_frac) * 2 * ar + moe_frac * (ar + 2 * a2a))
+            else:  # two all-reduces per layer (after attention / mixer, after the MLP)
+                t = layers * 2 * ar
+        return t
+
+    def _pp_comm(self, tokens):
+        if self.pp == 1:
+            return 0.0
+        msg = np.asarray(tokens, float) * self.model.hidden_size * ACT_BYTES
+        return comm.p2p(self.gpu, self.gpus, msg, self.eff)
+
+    def decode_step(self, batch, context) -> StepTimes:
+        """One decode step: every sequence of ``batch`` adds a token at ``context``."""
+        m = self.model
+        b = np.asarray(batch, float)
+        micro = np.maximum(b / self.pp, 1.0) if self.pp > 1 else b  # PP: micro-batches in flight
+        touched = expert_touch(m.moe.top_k, m.moe.num_experts, micro) if m.is_moe else 0.0
+        stage_bytes = (self.dense_stream + self.expert_stream * touched
+                       + micro * (m.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value)
+                                  * self.kv_share + 2 * self.state_bytes))
+        mm = micro * self.matmul_flops_token / self.gpus
+        at = micro * (m.attention_flops_decode(context) + m.ssm_flops_per_token()) / self.gpus
+        t_mem = stage_bytes / self.bw
+        t_cmp = mm / self.peak + at / self.peak_attn
+        t_comm = self._comm(micro) + self._pp_comm(micro)
+        over = self.layers_per_stage * self.eff.layer_overhead_us * 1e-6
+        stage = np.maximum(t_mem, t_cmp) + t_comm + over
+        pp = self.pp
+        return StepTimes(memory=pp * t_mem, compute=pp * t_cmp, comm=pp * t_comm,
+                         overhead=pp * over + self.eff.step_overhead_ms * 1e-3,
+                         total=pp * stage + self.eff.step_overhead_ms * 1e-3,
+                         bytes_per_gpu=stage_bytes, flops_per_gpu=mm + at)
+
+    def prefill(self, batch, input_tokens) -> StepTimes:
+        """Prefill of ``batch`` prompts of ``input_tokens`` arriving together on an idle replica.
+        PP pipelines the prompts: (batch + pp − 1) stage passes of one prompt's work."""
+        m = self.model
+        b = np.asarray(batch, float)
+        n = np.asarray(input_tokens, float)
+        tokens = b * n
+        touched = expert_touch(m.moe.top_k, m.moe.num_experts, tokens) if m.is_moe else 0.0
+        stage_bytes = (self.dense_stream + self.expert_stream * touched
+                       + b * m.kv_bytes_per_sequence(n, self.kvfmt.bytes_per_value) * self.kv_share
+                       + b * self.state_bytes) / 1.0
+        mm = tokens * self.matmul_flops_token / self.gpus
+        at = b * (m.attention_flops_prefill(n) + n * m.ssm_flops_per_token()) / self.gpus
+        t_mem = stage_bytes / self.bw
+        t_cmp = mm / self.peak + at / self.peak_attn
+        t_comm = self._comm(tokens) + self._pp_comm(tokens)
+        over = self.layers_per_stage * self.eff.layer_overhead_us * 1e-6
+        stage = np.maximum(t_mem, t_cmp) + t_comm + over
+        passes = (b + self.pp - 1) / b  # pipeline fill: one prompt crosses every stage
+        return StepTimes(memory=t_mem * passes, compute=t_cmp * passes, comm=t_comm * passes,
+                         overhead=over * passes + self.eff.step_overhead_ms * 1e-3,
+                         total=stage * passes + self.eff.step_overhead_ms * 1e-3,
+                         bytes_per_gpu=stage_bytes, flops_per_gpu=mm + at)
+
+
+@dataclass
+class MemoryBox:
+    """Per-GPU memory, GB (1e9 bytes)."""
+
+    weights: float
+    kv_cache: float
+    activations: float
+    overhead: float
+    total: float
+    capacity: float
+    usable: float  # what the engine lets the process use for all of the above
+
+
+@dataclass
+class Estimate:
+    model: str
+    gpu: str
+    parallel: dict
+    weights_format: str
+    kv_format: str
+    compute_precision: str
+    engine: str
+    workload: dict
+    fits: bool
+    memory_gb: MemoryBox
+    max_batch: int
+    prefill_s: float
+    ttft_s: float
+    tpot_s: float
+    per_user_tokens_per_s: float
+    decode_tokens_per_s: float
+    output_tokens_per_s: float
+    total_output_tokens_per_s: float
+    e2e_latency_s: float
+    bottleneck: str
+    prefill_bottleneck: str
+    decode_times_s: dict
+    prefill_times_s: dict
+    shares: dict
+    interconnect: str
+    notes: list[str] = field(default_factory=list)
+    shortfall_gb: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def estimate(model: LanguageModel, gpu: Accelerator, parallel: Parallel, workload: Workload,
+             weights: str = "bf16", kv: str = "bf16", engine: str = "vllm",
+             efficiency: Efficiency | None = None) -> Estimate:
+    """Estimate one configuration. Decode is evaluated at the mean context of a request's
+    decode phase (input + output/2); memory at its end (input + output)."""
+    ev = Evaluator(model, gpu, parallel, weights, kv, engine, efficiency)
+    b, i, o = workload.batch, workload.input_tokens, workload.output_tokens
+    end_ctx = i + o
+    kv_gb = float(ev.kv_bytes_per_gpu(b, end_ctx)) / 1e9
+    weights_gb = ev.weight_bytes / 1e9
+    act_gb, over_gb = ev.activation_bytes / 1e9, ev.overhead_bytes / 1e9
+    total = weights_gb + kv_gb + act_gb + over_gb
+    cap = ev.capacity / 1e9
+    usable = (ev.kv_budget / 1e9) + weights_gb + act_gb + over_gb
+    box = MemoryBox(weights=weights_gb, kv_cache=kv_gb, activations=act_gb, overhead=over_gb,
+                    total=total, capacity=cap, usable=min(usable, cap))
+    max_b = int(ev.max_batch(end_ctx))
+    fits = b <= max_b
+    dec = ev.decode_step(b, i + o / 2)
+    pre = ev.prefill(b, i)
+    first = ev.decode_step(b, i)
+    tpot = float(dec.total)
+    prefill_s = float(pre.total)
+    ttft = prefill_s  # the prefill pass itself samples the first token
+    e2e = ttft + (o - 1) * tpot
+    cycle = prefill_s + (o - 1) * tpot
+    replica_out = b * o / cycle
+    notes = list(ev.notes)
+    if ev.weight_bytes > ev.capacity:
+        notes.append("weights alone exceed GPU memory")
+    shares = {
+        "hbm_bandwidth_in_decode": float(dec.bytes_per_gpu * parallel.pp / (tpot * gpu.bandwidth_bytes_s)),
+        "compute_in_prefill": float(pre.flops_per_gpu * (b + parallel.pp - 1) / b
+                                    / (prefill_s * gpu.peak_flops(ev.precision))),
+        "interconnect_in_decode": float(dec.comm / tpot),
+        "interconnect_in_prefill": float(pre.comm / prefill_s),
+    }
+
+    def times(s: StepTimes) -> dict:
+        return {k: float(getattr(s, k)) for k in ("memory", "compute", "comm", "overhead", "total")}
+
+    del first
+    return Estimate(
+        model=model.name, gpu=gpu.name, parallel=parallel.model_dump(),
+        weights_format=ev.wfmt.name, kv_format=ev.kvfmt.name, compute_precision=ev.precision,
+        engine=ev.engine.name, workload=workload.model_dump(), fits=bool(fits), memory_gb=box,
+        max_batch=max_b, prefill_s=prefill_s, ttft_s=ttft, tpot_s=tpot,
+        per_user_tokens_per_s=1.0 / tpot, decode_tokens_per_s=b / tpot,
+        output_tokens_per_s=replica_out, total_output_tokens_per_s=replica_out * parallel.replicas,
+        e2e_latency_s=e2e, bottleneck=str(dec.bottleneck()), prefill_bottleneck=str(pre.bottleneck()),
+        decode_times_s=times(dec), prefill_times_s=times(pre), shares=shares,
+        interconnect=comm.group_link(gpu, parallel.gpus_per_replica, ev.eff), notes=notes,
+        shortfall_gb=max(0.0, total - box.usable))
+
+
+def parallel_for(gpus: int, tp: int | None = None, pp: int | None = None, ep: int | None = None,
+                 attention_dp: bool = False) -> Parallel:
+    """Fill in a split from a GPU count: unspecified TP takes what PP leaves; the rest are
+    data-parallel replicas."""
+    pp = pp or 1
+    if tp is None:
+        if gpus % pp:
+            raise EstimatorError(f"--gpus {gpus} is not a multiple of PP={pp}")
+        tp = gpus // pp
+    per = tp * pp
+    if gpus % per:
+        raise EstimatorError(f"--gpus {gpus} is not a multiple of TP×PP = {tp}×{pp} = {per}")
+    return Parallel(tp=tp, pp=pp, ep=ep or 1, attention_dp=attention_dp, replicas=gpus // per)

@@ -1,0 +1,62 @@
+"""Accelerator schema: what the estimator needs to know about a GPU, each value sourced.
+
+Bandwidths are per GPU and per direction, in decimal GB/s; FLOPS are dense (not 2:4 sparse).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Vendor = Literal["nvidia", "amd", "intel"]
+
+
+class ScaleUp(BaseModel):
+    """The fast GPU-to-GPU fabric inside one box or rack (NVLink/NVSwitch, Infinity Fabric)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str
+    bandwidth_gb_s: float = Field(ge=0, description="per GPU, per direction")
+    latency_us: float = Field(gt=0, description="small-message link latency (alpha)")
+    domain_size: int = Field(ge=1, description="GPUs sharing this fabric in the standard system")
+
+
+class Accelerator(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    display_name: str
+    aliases: list[str] = []
+    vendor: Vendor
+    family: str
+    memory_gb: float = Field(gt=0)
+    memory_type: str | None = None
+    memory_bandwidth_gb_s: float = Field(gt=0)
+    dense_tflops: dict[str, float]
+    scale_up: ScaleUp
+    pcie_gen: int | None = None
+    pcie_gb_s: float = Field(gt=0, description="PCIe x16 per direction")
+    scale_out_gb_s: float | None = Field(
+        None, gt=0, description="per-GPU NIC bandwidth per direction; None: no standard NIC")
+    tdp_w: float = Field(gt=0)
+    price_usd: float | None = None
+    rental_usd_per_hour: float | None = None
+    sources: dict[str, str]
+    notes: str = ""
+
+    @field_validator("dense_tflops")
+    @classmethod
+    def _lower(cls, v: dict[str, float]) -> dict[str, float]:
+        return {k.lower(): float(x) for k, x in v.items() if x}
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.memory_gb * 1e9
+
+    @property
+    def bandwidth_bytes_s(self) -> float:
+        return self.memory_bandwidth_gb_s * 1e9
+
+    def peak_flops(self, precision: str) -> float:
+        return self.dense_tflops[precision] * 1e12

@@ -1,0 +1,51 @@
+"""Engine memory policies and the fixed runtime overheads of a serving process.
+
+Engines budget KV memory differently, so the engine is a parameter rather than an average:
+vLLM and SGLang take a fraction of *total* memory (``gpu_memory_utilization`` 0.9,
+``mem_fraction_static`` ~0.88); TensorRT-LLM takes a fraction of the memory *free after
+weights* (``free_gpu_memory_fraction`` 0.9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import EstimatorError
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    fraction: float
+    of: Literal["total", "free"]
+    max_num_batched_tokens: int  # tokens per prefill chunk the engine profiles activations at
+    note: str
+
+
+ENGINES: dict[str, Engine] = {
+    "vllm": Engine("vllm", 0.90, "total", 8192,
+                   "vLLM: gpu_memory_utilization=0.9 of total memory; max_num_batched_tokens=8192"),
+    "sglang": Engine("sglang", 0.88, "total", 8192,
+                     "SGLang: mem_fraction_static~0.88 of total memory; chunked_prefill_size=8192"),
+    "trtllm": Engine("trtllm", 0.90, "free", 8192,
+                     "TensorRT-LLM: free_gpu_memory_fraction=0.9 of memory free after weights"),
+}
+
+
+def engine(name: str) -> Engine:
+    try:
+        return ENGINES[name.lower()]
+    except KeyError:
+        raise EstimatorError(f"unknown engine '{name}'; use one of {', '.join(ENGINES)}") from None
+
+
+# Fixed per-GPU runtime overhead, bytes. Explicit, documented terms, not a fudge factor:
+CUDA_CONTEXT_BYTES = 0.8e9  # CUDA context + cuBLAS/cuDNN workspaces of a PyTorch process
+CUDA_GRAPHS_BYTES = 0.5e9  # captured decode graphs (vLLM logs ~0.3-1.5 GiB)
+COLLECTIVE_BUFFERS_BYTES = 0.5e9  # NCCL/RCCL channel buffers, only when the replica spans GPUs
+
+
+def runtime_overhead_bytes(gpus_per_replica: int) -> float:
+    return CUDA_CONTEXT_BYTES + CUDA_GRAPHS_BYTES + (
+        COLLECTIVE_BUFFERS_BYTES if gpus_per_replica > 1 else 0.0)

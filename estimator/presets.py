@@ -1,0 +1,169 @@
+"""Load and resolve presets: shipped YAML under ``presets/``, plus user folders.
+
+User folders come from ``PLANNER_PRESETS`` (os.pathsep-separated) or the ``extra_dirs``
+argument (the CLI's ``--presets DIR``); a user entry with the same name overrides a
+shipped one, so any value can be overridden without editing the package.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import EstimatorError, UnknownNameError
+from .hardware import Accelerator
+from .hf_config import load_config_file, model_from_config
+from .model import LanguageModel
+
+
+class Published(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    total_params_b: float | None = None
+    active_params_b: float | None = None
+    source: str = ""
+
+
+class ModelPreset(BaseModel):
+    """A model preset file: the verbatim config.json plus where it came from."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    display_name: str = ""
+    aliases: list[str] = []
+    family: str = "llm"
+    source: str
+    verified: bool = True
+    published: Published = Published()
+    notes: str = ""
+    config: dict[str, Any]
+
+    def build(self) -> LanguageModel:
+        return model_from_config(self.config, name=self.name, display_name=self.display_name)
+
+
+def shipped_dir() -> Path:
+    return Path(str(resources.files("presets")))
+
+
+def _user_dirs(extra_dirs: tuple[str, ...]) -> list[Path]:
+    env = [d for d in os.environ.get("PLANNER_PRESETS", "").split(os.pathsep) if d]
+    return [Path(d) for d in (*env, *extra_dirs)]
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file; syntax errors name the file and line."""
+    try:
+        with open(path) as f:
+            return yaml.safe_load(f)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise EstimatorError(f"{where}: malformed YAML: {e.problem}") from None
+    except OSError as e:
+        raise EstimatorError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _validation_message(path: Path, e: ValidationError, prefix: str = "") -> str:
+    lines = []
+    for err in e.errors():
+        key = ".".join(str(x) for x in err["loc"])
+        lines.append(f"  {prefix}{key}: {err['msg']}")
+    return f"{path}: invalid preset\n" + "\n".join(lines)
+
+
+def _files(kind: str, extra_dirs: tuple[str, ...]) -> list[Path]:
+    dirs = [shipped_dir() / kind]
+    for d in _user_dirs(extra_dirs):
+        if not d.is_dir():
+            raise EstimatorError(f"presets folder not found: {d}")
+        sub = d / kind
+        dirs.append(sub if sub.is_dir() else d)
+    out: list[Path] = []
+    for d in dirs:
+        out.extend(sorted(p for p in d.glob("*.yaml") if p.is_file()))
+        out.extend(sorted(p for p in d.glob("*.yml") if p.is_file()))
+    return out
+
+
+T = TypeVar("T")
+
+
+class Catalog(Generic[T]):
+    """Name -> item with case-insensitive aliases and closest-name suggestions."""
+
+    def __init__(self, kind: str, items: dict[str, T], aliases: dict[str, str]):
+        self.kind, self.items = kind, items
+        self._index = {k.lower(): k for k in items}
+        self._index.update({a.lower(): n for a, n in aliases.items()})
+
+    def names(self) -> list[str]:
+        return sorted(self.items)
+
+    def resolve_name(self, name: str) -> str:
+        key = self._index.get(name.strip().lower())
+        if key is None:
+            raise UnknownNameError(self.kind, name, self.names())
+        return key
+
+    def get(self, name: str) -> T:
+        return self.items[self.resolve_name(name)]
+
+
+@lru_cache(maxsize=8)
+def gpu_catalog(extra_dirs: tuple[str, ...] = ()) -> Catalog[Accelerator]:
+    items: dict[str, Accelerator] = {}
+    aliases: dict[str, str] = {}
+    for path in _files("gpus", extra_dirs):
+        data = read_yaml(path)
+        entries = data if isinstance(data, list) else [data]
+        for i, entry in enumerate(entries):
+            try:
+                gpu = Accelerator.model_validate(entry)
+            except ValidationError as e:
+                raise EstimatorError(_validation_message(path, e, f"[{i}].")) from None
+            items[gpu.name] = gpu
+            aliases.update({a: gpu.name for a in gpu.aliases})
+    return Catalog("gpu", items, aliases)
+
+
+@lru_cache(maxsize=8)
+def model_catalog(extra_dirs: tuple[str, ...] = ()) -> Catalog[ModelPreset]:
+    items: dict[str, ModelPreset] = {}
+    aliases: dict[str, str] = {}
+    for path in _files("models", extra_dirs):
+        try:
+            preset = ModelPreset.model_validate(read_yaml(path))
+        except ValidationError as e:
+            raise EstimatorError(_validation_message(path, e)) from None
+        items[preset.name] = preset
+        aliases.update({a: preset.name for a in preset.aliases})
+    return Catalog("model", items, aliases)
+
+
+@lru_cache(maxsize=256)
+def _build(name: str, extra_dirs: tuple[str, ...]) -> LanguageModel:
+    return model_catalog(extra_dirs).items[name].build()
+
+
+def get_gpu(name: str, extra_dirs: tuple[str, ...] = ()) -> Accelerator:
+    return gpu_catalog(extra_dirs).get(name)
+
+
+def get_model(name_or_path: str, extra_dirs: tuple[str, ...] = ()) -> LanguageModel:
+    """A preset by name or alias, or a local config.json (a path ending in .json or a folder
+    holding one)."""
+    p = Path(name_or_path)
+    if name_or_path.endswith(".json") or (p.is_dir() and (p / "config.json").is_file()):
+        return load_config_file(p)
+    cat = model_catalog(extra_dirs)
+    return _build(cat.resolve_name(name_or_path), extra_dirs)
+
+
+def get_model_preset(name: str, extra_dirs: tuple[str, ...] = ()) -> ModelPreset:
+    return model_catalog(extra_dirs).get(name)

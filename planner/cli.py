@@ -1,0 +1,290 @@
+"""`planner` command line: a thin shell over functions a notebook user can call too.
+
+Exit codes: 0 success, 1 no feasible configuration, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from dataclasses import asdict
+
+import click
+from tabulate import tabulate
+
+from estimator import (
+    EstimatorError,
+    Workload,
+    estimate,
+    get_gpu,
+    get_model,
+    get_model_preset,
+    gpu_catalog,
+    model_catalog,
+    parallel_for,
+)
+from estimator.advice import nearest_fit
+from estimator.formats import KV_FORMATS, WEIGHT_FORMATS, kv_format
+from estimator.memory import ENGINES
+
+from .render import pictures
+
+EXIT_INFEASIBLE, EXIT_BAD_INPUT = 1, 2
+
+
+def friendly_errors(fn):
+    """Bad input becomes one clear line on stderr and exit code 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except EstimatorError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+
+    return wrapper
+
+
+def _presets(ctx: click.Context) -> tuple[str, ...]:
+    return tuple(ctx.find_root().obj.get("presets", ()))
+
+
+def _dump(obj) -> str:
+    return json.dumps(obj, indent=2, sort_keys=False, default=float)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--presets", "presets", multiple=True, type=click.Path(file_okay=False),
+              help="Extra folder of preset YAML (gpus/, models/); overrides shipped entries.")
+@click.version_option(package_name="planner")
+@click.pass_context
+def main(ctx: click.Context, presets: tuple[str, ...]) -> None:
+    """Size GPU fleets for AI model serving."""
+    ctx.obj = {"presets": presets}
+
+
+# ---------------------------------------------------------------------------- estimate
+@main.command("estimate")
+@click.option("--model", "model_name", help="Model preset name or alias (see `planner models list`).")
+@click.option("--model-config", type=click.Path(), help="Path to a local Hugging Face config.json.")
+@click.option("--gpu", "gpu_name", required=True, help="Accelerator preset (see `planner gpus list`).")
+@click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True,
+              help="GPUs in total; more than TP×PP runs data-parallel replicas.")
+@click.option("--tp", type=click.IntRange(min=1), help="Tensor parallel (default: GPUs ÷ PP).")
+@click.option("--pp", type=click.IntRange(min=1), help="Pipeline parallel (default 1).")
+@click.option("--ep", type=click.IntRange(min=1), help="Expert parallel, divides TP (default 1).")
+@click.option("--attention-dp", is_flag=True, help="Run attention data-parallel across the TP group.")
+@click.option("--weights", type=click.Choice(list(WEIGHT_FORMATS), case_sensitive=False),
+              default="bf16", show_default=True)
+@click.option("--kv", type=click.Choice(list(KV_FORMATS), case_sensitive=False), default="bf16",
+              show_default=True)
+@click.option("--engine", type=click.Choice(list(ENGINES)), default="vllm", show_default=True,
+              help="Memory policy of the serving engine.")
+@click.option("--batch", default="1", show_default=True,
+              help="Concurrent sequences per replica, or 'max' for the largest that fits.")
+@click.option("--input-tokens", type=click.IntRange(min=1), default=1024, show_default=True)
+@click.option("--output-tokens", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.pass_context
+@friendly_errors
+def estimate_cmd(ctx, model_name, model_config, gpu_name, gpus, tp, pp, ep, attention_dp, weights,
+                 kv, engine, batch, input_tokens, output_tokens, fmt):
+    """Will it fit, and how fast: one model on one GPU type and split."""
+    pre = _presets(ctx)
+    model = _resolve_model(model_name, model_config, pre)
+    gpu = get_gpu(gpu_name, pre)
+    par = parallel_for(gpus, tp, pp, ep, attention_dp)
+    if batch.strip().lower() == "max":
+        from estimator.estimate import Evaluator
+
+        ev = Evaluator(model, gpu, par, weights, kv, engine)
+        b = int(ev.max_batch(input_tokens + output_tokens))
+        b_req = max(b, 1)
+    else:
+        try:
+            b_req = int(batch)
+        except ValueError:
+            raise EstimatorError(f"--batch must be a positive integer or 'max', not '{batch}'") from None
+        if b_req < 1:
+            raise EstimatorError("--batch must be at least 1")
+    wl = Workload(input_tokens=input_tokens, output_tokens=output_tokens, batch=b_req)
+    est = estimate(model, gpu, par, wl, weights=weights, kv=kv, engine=engine)
+    advice = [] if est.fits else nearest_fit(model, gpu, par, wl, weights, kv, engine)
+    if fmt == "json":
+        d = est.to_dict()
+        if not est.fits:
+            d["advice"] = advice
+        click.echo(_dump(d))
+    else:
+        click.echo(_estimate_table(est, model.display_name or model.name, gpu.display_name))
+    if not est.fits:
+        m = est.memory_gb
+        msg = (f"does not fit: needs {m.total:.1f} GB per GPU, the engine allows {m.usable:.1f} GB "
+               f"of {m.capacity:.0f} GB: short by {est.shortfall_gb:.1f} GB per GPU")
+        if advice:
+            msg += "\nnearest that fits: " + "; ".join(advice)
+        click.echo(msg, err=True)
+        sys.exit(EXIT_INFEASIBLE)
+
+
+def _resolve_model(name, config_path, pre):
+    if bool(name) == bool(config_path):
+        raise EstimatorError("give exactly one of --model NAME or --model-config PATH")
+    return get_model(config_path if config_path else name, pre)
+
+
+def _estimate_table(e, model_label: str, gpu_label: str) -> str:
+    p = e.parallel
+    wl = e.workload
+    head = (f"{model_label} on {p['tp'] * p['pp'] * p['replicas']} x {gpu_label} "
+            f"(TP{p['tp']} PP{p['pp']} EP{p['ep']}{' attn-DP' if p['attention_dp'] else ''}"
+            f"{', ' + str(p['replicas']) + ' replicas' if p['replicas'] > 1 else ''}), "
+            f"weights {e.weights_format}, KV {e.kv_format}, math in {e.compute_precision}, "
+            f"engine {e.engine}")
+    work = (f"batch {wl['batch']} per replica, {wl['input_tokens']} in / {wl['output_tokens']} out "
+            "tokens")
+    rows = [
+        ["fits", "yes" if e.fits else f"NO (short {e.shortfall_gb:.1f} GB per GPU)"],
+        ["largest batch that fits", e.max_batch],
+        ["prefill (idle replica)", f"{e.prefill_s * 1e3:.1f} ms"],
+        ["TTFT", f"{e.ttft_s * 1e3:.1f} ms"],
+        ["time per output token", f"{e.tpot_s * 1e3:.2f} ms"],
+        ["per-user speed", f"{e.per_user_tokens_per_s:.1f} tok/s"],
+        ["replica decode throughput", f"{e.decode_tokens_per_s:.0f} tok/s"],
+        ["replica output throughput (with prefill)", f"{e.output_tokens_per_s:.0f} tok/s"],
+    ]
+    if p["replicas"] > 1:
+        rows.append(["all replicas output throughput", f"{e.total_output_tokens_per_s:.0f} tok/s"])
+    rows += [
+        ["end-to-end latency", f"{e.e2e_latency_s:.2f} s"],
+        ["bottleneck (decode)", e.bottleneck],
+        ["bottleneck (prefill)", e.prefill_bottleneck],
+    ]
+    d = e.decode_times_s
+    step = (f"decode step: memory {d['memory'] * 1e3:.2f} ms, compute {d['compute'] * 1e3:.2f} ms, "
+            f"interconnect {d['comm'] * 1e3:.2f} ms, fixed overheads {d['overhead'] * 1e3:.2f} ms")
+    out = [head, work, "", tabulate(rows, tablefmt="simple"), "", *pictures(e), step]
+    if e.notes:
+        out += ["", *("note: " + n for n in e.notes)]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------- models
+@main.group("models")
+def models_group():
+    """List and inspect model presets."""
+
+
+@models_group.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+@friendly_errors
+def models_list(ctx, fmt):
+    """Every model preset with its derived size."""
+    pre = _presets(ctx)
+    cat = model_catalog(pre)
+    rows = []
+    for name in cat.names():
+        m = get_model(name, pre)
+        rows.append({"name": name, "display_name": m.display_name, "total_params_b": round(m.total_params / 1e9, 2),
+                     "active_params_b": round(m.active_params / 1e9, 2), "architecture": m.kind_label()})
+    if fmt == "json":
+        click.echo(_dump(rows))
+    else:
+        click.echo(tabulate([[r["name"], r["total_params_b"], r["active_params_b"], r["architecture"]]
+                             for r in rows], headers=["model", "total B", "active B", "architecture"]))
+
+
+@models_group.command("show")
+@click.argument("name")
+@click.option("--kv", type=click.Choice(list(KV_FORMATS), case_sensitive=False), default="bf16")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+@friendly_errors
+def models_show(ctx, name, kv, fmt):
+    """One model: derived parameters, KV bytes per token, layer make-up, source.
+    NAME may also be a path to a local config.json."""
+    pre = _presets(ctx)
+    m = get_model(name, pre)
+    kvb = kv_format(kv).bytes_per_value
+    c = m.counts
+    info = {
+        "name": m.name, "display_name": m.display_name, "model_type": m.model_type,
+        "architecture": m.kind_label(), "total_params": m.total_params, "active_params": m.active_params,
+        "kv_format": kv, "kv_bytes_per_token": m.kv_bytes_per_token(kvb),
+        "state_bytes_per_sequence": m.state_bytes_per_sequence(),
+        "layers": m.num_layers, "attention_layers": m.num_attention_layers,
+        "hidden_size": m.hidden_size, "vocab_size": m.vocab_size, "max_context": m.max_context,
+        "params_breakdown": asdict(c),
+    }
+    if m.attention:
+        info["attention"] = m.attention.model_dump(exclude_none=True)
+    if m.moe:
+        info["moe"] = m.moe.model_dump()
+    if m.extra_params_note:
+        info["extra_params_note"] = m.extra_params_note
+    try:
+        preset = get_model_preset(m.name, pre)
+        info["source"] = preset.source
+        info["published"] = preset.published.model_dump()
+        info["verified"] = preset.verified
+    except EstimatorError:
+        info["source"] = m.display_name
+    if fmt == "json":
+        click.echo(_dump(info))
+        return
+    rows = [[k, v] for k, v in info.items() if not isinstance(v, dict)]
+    rows += [[f"params.{k}", f"{v:,}"] for k, v in asdict(c).items()]
+    click.echo(tabulate(rows, tablefmt="simple"))
+
+
+# ---------------------------------------------------------------------------- gpus
+@main.group("gpus")
+def gpus_group():
+    """List and inspect accelerator presets."""
+
+
+@gpus_group.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+@friendly_errors
+def gpus_list(ctx, fmt):
+    """Every accelerator preset."""
+    cat = gpu_catalog(_presets(ctx))
+    gpus = [cat.items[n] for n in cat.names()]
+    if fmt == "json":
+        click.echo(_dump([g.model_dump() for g in gpus]))
+        return
+    rows = [[g.name, g.vendor, g.memory_gb, g.memory_bandwidth_gb_s, g.dense_tflops.get("bf16"),
+             g.dense_tflops.get("fp8"), g.dense_tflops.get("fp4"),
+             f"{g.scale_up.kind} x{g.scale_up.domain_size}", g.tdp_w, g.rental_usd_per_hour]
+            for g in gpus]
+    click.echo(tabulate(rows, headers=["gpu", "vendor", "GB", "GB/s", "bf16 TF", "fp8 TF", "fp4 TF",
+                                       "scale-up", "TDP W", "$/h"]))
+
+
+@gpus_group.command("show")
+@click.argument("name")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+@friendly_errors
+def gpus_show(ctx, name, fmt):
+    """One accelerator with every value and its source."""
+    g = get_gpu(name, _presets(ctx))
+    d = g.model_dump()
+    if fmt == "json":
+        click.echo(_dump(d))
+        return
+    rows = []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            rows += [[f"{k}.{kk}", vv] for kk, vv in v.items()]
+        else:
+            rows.append([k, v])
+    click.echo(tabulate(rows, tablefmt="simple", maxcolwidths=[None, 90]))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
