@@ -33,7 +33,7 @@ class Accelerator(BaseModel):
     memory_gb: float = Field(gt=0)
     memory_type: str | None = None
     memory_bandwidth_gb_s: float = Field(gt=0)
-    dense_tflops: dict[str, float]
+    dense_tflops: dict[str, float | None]  # null = not published / not native: dropped
     scale_up: ScaleUp
     pcie_gen: int | None = None
     pcie_gb_s: float = Field(gt=0, description="PCIe x16 per direction")
@@ -47,7 +47,7 @@ class Accelerator(BaseModel):
 
     @field_validator("dense_tflops")
     @classmethod
-    def _lower(cls, v: dict[str, float]) -> dict[str, float]:
+    def _lower(cls, v: dict[str, float | None]) -> dict[str, float]:
         return {k.lower(): float(x) for k, x in v.items() if x}
 
     @property

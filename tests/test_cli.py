@@ -1,0 +1,129 @@
+"""The CLI: JSON contracts, pictures, exit codes, and every error path."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import main
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+BASE = ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "2",
+        "--weights", "fp8", "--input-tokens", "2000", "--output-tokens", "400"]
+
+
+def test_estimate_json_has_stable_keys():
+    r = run(*BASE, "--batch", "8", "--format", "json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    for k in ("fits", "memory_gb", "ttft_s", "tpot_s", "per_user_tokens_per_s",
+              "output_tokens_per_s", "max_batch", "bottleneck"):
+        assert k in d
+    for k in ("weights", "kv_cache", "activations", "overhead", "total", "capacity"):
+        assert k in d["memory_gb"]
+    assert d["fits"] is True and d["bottleneck"] in ("memory", "compute", "interconnect")
+    assert d["memory_gb"]["capacity"] == 80
+
+
+def test_estimate_batch_max_uses_largest_fitting_batch():
+    d = json.loads(run(*BASE, "--batch", "max", "--format", "json").output)
+    assert d["workload"]["batch"] == d["max_batch"] > 8 and d["fits"]
+
+
+def test_estimate_table_draws_pictures():
+    r = run(*BASE, "--batch", "4")
+    assert r.exit_code == 0
+    for word in ("Memory box", "Pipe", "Die", "Interconnect", "TTFT", "bottleneck"):
+        assert word in r.output
+
+
+def test_model_that_does_not_fit_says_by_how_much():
+    r = CliRunner().invoke(main, ["estimate", "--model", "llama-3.1-405b", "--gpu", "h100-sxm",
+                                  "--gpus", "2", "--batch", "1"])
+    assert r.exit_code == 1
+    assert "does not fit" in r.output and "short by" in r.output
+    assert "nearest that fits" in r.output
+
+
+def test_unknown_gpu_suggests_closest():
+    r = CliRunner().invoke(main, ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sx"])
+    assert r.exit_code == 2
+    assert "unknown gpu 'h100-sx'" in r.output and "h100-sxm" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_unknown_model_suggests_closest():
+    r = CliRunner().invoke(main, ["estimate", "--model", "lama-3.1-70b", "--gpu", "h100-sxm"])
+    assert r.exit_code == 2 and "llama-3.1-70b" in r.output
+
+
+def test_bad_tp_names_the_rule():
+    r = CliRunner().invoke(main, ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm",
+                                  "--gpus", "3"])
+    assert r.exit_code == 2 and "TP must divide the number of attention heads" in r.output
+
+
+def test_bad_batch_is_bad_input():
+    r = CliRunner().invoke(main, [*BASE, "--batch", "lots"])
+    assert r.exit_code == 2 and "--batch" in r.output
+
+
+def test_model_config_path(tmp_path):
+    from estimator import get_model_preset
+
+    p = tmp_path / "my-model" / "config.json"
+    p.parent.mkdir()
+    p.write_text(json.dumps(get_model_preset("qwen3-8b").config))
+    r = run("estimate", "--model-config", str(p), "--gpu", "l40s", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.output)["model"] == "my-model"
+
+
+def test_model_and_config_are_exclusive(tmp_path):
+    r = CliRunner().invoke(main, ["estimate", "--gpu", "l40s"])
+    assert r.exit_code == 2 and "exactly one" in r.output
+
+
+def test_models_show_json():
+    d = json.loads(run("models", "show", "llama-3.1-70b", "--format", "json").output)
+    assert d["kv_bytes_per_token"] == 327_680
+    assert d["total_params"] == pytest.approx(70.55e9, rel=0.001)
+    d8 = json.loads(run("models", "show", "llama-3.1-70b", "--kv", "fp8", "--format", "json").output)
+    assert d8["kv_bytes_per_token"] == 163_840
+    moe = json.loads(run("models", "show", "mixtral-8x7b", "--format", "json").output)
+    assert moe["active_params"] < moe["total_params"] / 3
+
+
+def test_gpus_show_json():
+    d = json.loads(run("gpus", "show", "h100-sxm", "--format", "json").output)
+    assert d["vendor"] == "nvidia" and d["memory_gb"] == 80
+    assert d["memory_bandwidth_gb_s"] == 3350 and d["dense_tflops"]["bf16"] > 900
+    assert "fp4" not in d["dense_tflops"]
+    assert json.loads(run("gpus", "show", "b200", "--format", "json").output)["dense_tflops"]["fp4"] > 0
+
+
+def test_lists():
+    assert "deepseek-v3" in run("models", "list").output
+    assert "mi300x" in run("gpus", "list").output
+    assert len(json.loads(run("gpus", "list", "--format", "json").output)) >= 19
+
+
+def test_user_presets_override(tmp_path):
+    (tmp_path / "gpus").mkdir()
+    (tmp_path / "gpus" / "mine.yaml").write_text(
+        "- name: h100-sxm\n  display_name: My H100\n  vendor: nvidia\n  family: hopper\n"
+        "  memory_gb: 80\n  memory_bandwidth_gb_s: 1000\n  dense_tflops: {bf16: 989}\n"
+        "  scale_up: {kind: nvlink4, bandwidth_gb_s: 450, latency_us: 0.6, domain_size: 8}\n"
+        "  pcie_gb_s: 64\n  tdp_w: 700\n  sources: {all: my lab}\n")
+    d = json.loads(run("--presets", str(tmp_path), "gpus", "show", "h100-sxm", "--format", "json").output)
+    assert d["memory_bandwidth_gb_s"] == 1000
+
+
+def test_malformed_user_preset_names_file_and_line(tmp_path):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "bad.yaml").write_text("name: x\nconfig: [1, 2\n")
+    r = CliRunner().invoke(main, ["--presets", str(tmp_path), "models", "list"])
+    assert r.exit_code == 2 and "bad.yaml:" in r.output and "malformed YAML" in r.output

@@ -1,0 +1,209 @@
+"""The forward estimate: formulas against hand-computed values, invariants, split rules."""
+
+import numpy as np
+import pytest
+
+from estimator import (
+    EstimatorError,
+    Evaluator,
+    Parallel,
+    SplitError,
+    Workload,
+    estimate,
+    expert_touch,
+    get_gpu,
+    get_model,
+    gpu_catalog,
+)
+from estimator.efficiency import efficiency_for
+
+
+def test_int4_weights_of_llama3_70b(llama70, h100):
+    """INT4 (AWQ, group 128: 0.5 B + 4 B of scale/zero per 128 values) on the transformer
+    blocks; embeddings and lm_head stay BF16 as the quantisation recipes ship them."""
+    ev = Evaluator(llama70, h100, Parallel(), weights="int4")
+    c = llama70.counts
+    blocks = c.total - c.embed - c.lm_head
+    assert blocks * 0.5 / 1e9 == pytest.approx(34.2, abs=0.1)  # "about 35 GB" of 4-bit weights
+    expected = blocks * (0.5 + 4 / 128) + (c.embed + c.lm_head) * 2
+    assert ev.weight_bytes == pytest.approx(expected, rel=1e-9)
+    assert 38 < ev.weight_bytes / 1e9 < 41
+
+
+def test_kv_memory_four_users_8k(llama70, h100):
+    e = estimate(llama70, h100, Parallel(tp=2), Workload(input_tokens=8000, output_tokens=192, batch=4))
+    # per GPU: 4 x 8192 x 327,680 B / 2 (TP2 splits the 8 KV heads) = 5.37 GB
+    assert e.memory_gb.kv_cache == pytest.approx(10.737 / 2, abs=0.001)
+
+
+def test_decode_step_hand_computed_llama8b(h100):
+    """Batch 1, BF16, one H100: t = bytes / (bandwidth x eff) + fixed overheads, where bytes
+    = every weight but the input-embedding table (a gather) + the KV cache read."""
+    m = get_model("llama-3.1-8b")
+    eff = efficiency_for(h100.family)
+    ev = Evaluator(m, h100, Parallel())
+    ctx = 1000
+    st = ev.decode_step(1, ctx)
+    c = m.counts
+    weight_bytes = (c.total - c.embed) * 2
+    kv = ctx * 131072
+    t_mem = (weight_bytes + kv) / (3350e9 * eff.memory)
+    assert float(st.memory) == pytest.approx(t_mem, rel=1e-6)
+    overhead = 32 * eff.layer_overhead_us * 1e-6 + eff.step_overhead_ms * 1e-3
+    assert float(st.total) == pytest.approx(t_mem + overhead, rel=1e-6)
+    assert st.bottleneck() == "memory"
+
+
+def test_prefill_compute_bound_hand_computed(h100):
+    m = get_model("llama-3.1-8b")
+    eff = efficiency_for(h100.family)
+    ev = Evaluator(m, h100, Parallel())
+    n = 4096
+    st = ev.prefill(1, n)
+    matmul = 2 * m.matmul_params_per_token * n
+    attn = 32 * 2 * 32 * (128 + 128) * n * (n + 1) / 2  # causal: half the square
+    t = matmul / (989.4e12 * eff.compute) + attn / (989.4e12 * eff.compute)
+    assert float(st.compute) == pytest.approx(t, rel=1e-6)
+    assert st.bottleneck() == "compute"
+
+
+def test_more_bandwidth_never_slows_decode(llama70, h100):
+    fast = h100.model_copy(update={"memory_bandwidth_gb_s": h100.memory_bandwidth_gb_s * 1.5})
+    b = np.array([1, 4, 16, 64, 256])
+    slow_t = Evaluator(llama70, h100, Parallel(tp=4)).decode_step(b, 3000).total
+    fast_t = Evaluator(llama70, fast, Parallel(tp=4)).decode_step(b, 3000).total
+    assert np.all(fast_t <= slow_t)
+    assert np.all(fast_t[:2] < slow_t[:2])
+
+
+@pytest.mark.parametrize("gpu", gpu_catalog().names())
+def test_decode_time_rises_with_batch_and_context(gpu):
+    m = get_model("qwen3-30b-a3b")
+    g = get_gpu(gpu)
+    ev = Evaluator(m, g, Parallel(), weights="fp8")
+    b = np.arange(1, 257)
+    t = ev.decode_step(b, 2048).total
+    assert np.all(np.diff(t) >= -1e-15)
+    tc = ev.decode_step(8, np.array([128, 1024, 8192, 32768])).total
+    assert np.all(np.diff(tc) > 0)
+
+
+def test_expert_touch_rises_with_batch_and_never_exceeds_one():
+    b = np.arange(0, 2000)
+    s = expert_touch(8, 128, b)
+    assert s[0] == 0 and s[1] == pytest.approx(8 / 128)
+    assert np.all(np.diff(s) >= 0) and np.all(s <= 1.0)
+    assert s[-1] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_moe_decode_cheaper_than_dense_of_same_size_at_batch_1(h100):
+    moe = get_model("qwen3-30b-a3b")
+    dense = get_model("qwen3-32b")
+    tm = Evaluator(moe, h100, Parallel()).decode_step(1, 1000).memory
+    td = Evaluator(dense, h100, Parallel()).decode_step(1, 1000).memory
+    assert tm < td / 4
+
+
+def test_tp_must_divide_heads(llama70, h100):
+    with pytest.raises(SplitError, match="TP must divide the number of attention heads"):
+        Evaluator(llama70, h100, Parallel(tp=3))
+
+
+def test_ep_rules(h100):
+    with pytest.raises(SplitError, match="dense"):
+        Evaluator(get_model("llama-3.1-8b"), h100, Parallel(tp=2, ep=2))
+    with pytest.raises(SplitError, match="divide TP"):
+        Evaluator(get_model("mixtral-8x7b"), h100, Parallel(tp=2, ep=4))
+    with pytest.raises(SplitError, match="experts"):
+        Evaluator(get_model("jamba-1.5-mini"), h100, Parallel(tp=32, ep=32))  # 16 experts
+    Evaluator(get_model("qwen3-30b-a3b"), h100, Parallel(tp=4, ep=4))
+
+
+def test_kv_heads_replicate_beyond_tp(llama70, h100):
+    ev8 = Evaluator(llama70, h100, Parallel(tp=8))
+    ev16 = Evaluator(llama70, h100, Parallel(tp=16))
+    assert ev16.kv_bytes_per_gpu(1, 1000) == pytest.approx(ev8.kv_bytes_per_gpu(1, 1000))
+    assert any("replicate" in n for n in ev16.notes)
+
+
+def test_mla_latent_replicates_under_tp_unless_attention_dp(h100):
+    m = get_model("deepseek-v3")
+    h200 = get_gpu("h200")
+    tp8 = Evaluator(m, h200, Parallel(tp=8), weights="fp8")
+    dp8 = Evaluator(m, h200, Parallel(tp=8, attention_dp=True), weights="fp8")
+    one = m.kv_bytes_per_sequence(4096, 2.0)
+    assert float(tp8.kv_bytes_per_gpu(1, 4096)) == pytest.approx(float(one))
+    assert float(dp8.kv_bytes_per_gpu(8, 4096)) == pytest.approx(float(one))
+    assert dp8.max_batch(4096) > tp8.max_batch(4096)
+
+
+def test_fp8_on_a100_saves_memory_but_computes_bf16():
+    a100 = get_gpu("a100-80gb-sxm")
+    m = get_model("llama-3.1-8b")
+    fp8 = Evaluator(m, a100, Parallel(), weights="fp8")
+    bf16 = Evaluator(m, a100, Parallel(), weights="bf16")
+    assert fp8.precision == "bf16"
+    assert any("not native" in n for n in fp8.notes)
+    assert fp8.weight_bytes < 0.6 * bf16.weight_bytes
+    assert fp8.decode_step(1, 1000).memory < bf16.decode_step(1, 1000).memory
+
+
+def test_fp8_on_h100_computes_fp8(h100):
+    assert Evaluator(get_model("llama-3.1-8b"), h100, Parallel(), weights="fp8").precision == "fp8"
+
+
+def test_tp_over_pcie_costs_more_than_nvlink(llama70):
+    pcie = Evaluator(llama70, get_gpu("h100-pcie"), Parallel(tp=4), weights="fp8").decode_step(8, 2000)
+    nvl = Evaluator(llama70, get_gpu("h100-sxm"), Parallel(tp=4), weights="fp8").decode_step(8, 2000)
+    assert pcie.comm > nvl.comm
+
+
+def test_group_beyond_domain_pays_the_nic(llama70, h100):
+    in_box = Evaluator(llama70, h100, Parallel(tp=8)).prefill(1, 4000)
+    across = Evaluator(llama70, h100, Parallel(tp=16)).prefill(1, 4000)
+    assert across.comm > in_box.comm
+
+
+def test_no_scale_out_means_replica_must_fit_the_host():
+    g = get_gpu("rtx-4090")
+    with pytest.raises(SplitError, match="scale-out"):
+        Evaluator(get_model("llama-3.1-70b"), g, Parallel(tp=16), weights="int4")
+
+
+def test_pipeline_parallel_does_not_speed_up_single_stream(llama70, h100):
+    tp2 = Evaluator(llama70, h100, Parallel(tp=2), weights="fp8").decode_step(1, 1000).total
+    pp2 = Evaluator(llama70, h100, Parallel(pp=2), weights="fp8").decode_step(1, 1000).total
+    assert pp2 > tp2
+
+
+def test_max_batch_is_the_fit_boundary(llama70, h100):
+    wl_ctx = 2400
+    ev = Evaluator(llama70, h100, Parallel(tp=2), weights="fp8")
+    mb = int(ev.max_batch(wl_ctx))
+    ok = estimate(llama70, h100, Parallel(tp=2), Workload(input_tokens=2000, output_tokens=400, batch=mb), weights="fp8")
+    bad = estimate(llama70, h100, Parallel(tp=2), Workload(input_tokens=2000, output_tokens=400, batch=mb + 1), weights="fp8")
+    assert ok.fits and not bad.fits and bad.shortfall_gb > 0
+
+
+def test_hybrid_mamba_max_batch_far_exceeds_dense_at_long_context(h100):
+    hybrid = Evaluator(get_model("nemotron-h-8b"), h100, Parallel())
+    dense = Evaluator(get_model("llama-3.1-8b"), h100, Parallel())
+    assert hybrid.max_batch(65536) > 5 * dense.max_batch(65536)
+
+
+def test_unknown_formats_are_clear_errors(llama70, h100):
+    with pytest.raises(EstimatorError, match="weight format"):
+        Evaluator(llama70, h100, Parallel(), weights="fp3")
+    with pytest.raises(EstimatorError, match="engine"):
+        Evaluator(llama70, h100, Parallel(), engine="ollama")
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "gemma-3-27b",
+                                  "jamba-1.5-mini", "gpt-oss-120b", "llama-4-scout", "glm-4.5-air"])
+def test_every_family_estimates(name):
+    m = get_model(name)
+    g = get_gpu("h200")
+    tp = 8 if m.total_params > 100e9 else 1
+    e = estimate(m, g, Parallel(tp=tp), Workload(input_tokens=1000, output_tokens=200, batch=4), weights="fp8")
+    assert e.fits and 0 < e.tpot_s < 1 and 0 < e.ttft_s < 10
+    assert e.bottleneck in {"memory", "compute", "interconnect"}
