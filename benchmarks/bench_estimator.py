@@ -14,8 +14,16 @@ import numpy as np
 
 from estimator import EstimatorError, Evaluator, Parallel, get_gpu, get_model, gpu_catalog
 
-MODELS = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "deepseek-v3", "gemma-3-27b",
-          "nemotron-h-8b", "mixtral-8x7b", "gpt-oss-120b"]
+MODELS = [
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "qwen3-30b-a3b",
+    "deepseek-v3",
+    "gemma-3-27b",
+    "nemotron-h-8b",
+    "mixtral-8x7b",
+    "gpt-oss-120b",
+]
 SPLITS = [(1, 1), (2, 1), (4, 1), (8, 1), (4, 2), (8, 2)]
 BATCHES = np.arange(1, 513, dtype=float)
 INPUT, OUTPUT = 2000, 400
@@ -46,5 +54,7 @@ def run() -> tuple[int, float, int]:
 if __name__ == "__main__":
     run()  # warm caches (preset parsing)
     n, dt, c = run()
-    print(f"{c} candidates x {BATCHES.size} batch sizes = {n:,} estimates in {dt:.3f} s "
-          f"-> {n / dt:,.0f} estimates/s")
+    print(
+        f"{c} candidates x {BATCHES.size} batch sizes = {n:,} estimates in {dt:.3f} s "
+        f"-> {n / dt:,.0f} estimates/s"
+    )

@@ -11,7 +11,22 @@ from .parallel import Parallel, check_split
 from .presets import get_gpu, get_model, get_model_preset, gpu_catalog, model_catalog
 
 __all__ = [
-    "Accelerator", "Estimate", "EstimatorError", "Evaluator", "LanguageModel", "Parallel",
-    "SplitError", "UnknownNameError", "Workload", "check_split", "estimate", "expert_touch",
-    "get_gpu", "get_model", "get_model_preset", "gpu_catalog", "model_catalog", "parallel_for",
+    "Accelerator",
+    "Estimate",
+    "EstimatorError",
+    "Evaluator",
+    "LanguageModel",
+    "Parallel",
+    "SplitError",
+    "UnknownNameError",
+    "Workload",
+    "check_split",
+    "estimate",
+    "expert_touch",
+    "get_gpu",
+    "get_model",
+    "get_model_preset",
+    "gpu_catalog",
+    "model_catalog",
+    "parallel_for",
 ]

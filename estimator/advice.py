@@ -11,8 +11,15 @@ from .parallel import Parallel
 _SMALLER = {"bf16": ["fp8", "int4"], "fp16": ["fp8", "int4"], "fp8": ["int4"], "int8": ["int4"]}
 
 
-def nearest_fit(model: LanguageModel, gpu: Accelerator, par: Parallel, wl: Workload,
-                weights: str, kv: str, engine: str) -> list[str]:
+def nearest_fit(
+    model: LanguageModel,
+    gpu: Accelerator,
+    par: Parallel,
+    wl: Workload,
+    weights: str,
+    kv: str,
+    engine: str,
+) -> list[str]:
     """Short suggestions, nearest first: a smaller batch, then more GPUs in the replica,
     then a smaller KV or weight format."""
     out: list[str] = []
@@ -26,12 +33,16 @@ def nearest_fit(model: LanguageModel, gpu: Accelerator, par: Parallel, wl: Workl
         if tp <= par.tp:
             continue
         try:
-            e2 = Evaluator(model, gpu, Parallel(tp=tp, pp=par.pp, ep=min(par.ep, tp)), weights, kv, engine)
+            e2 = Evaluator(
+                model, gpu, Parallel(tp=tp, pp=par.pp, ep=min(par.ep, tp)), weights, kv, engine
+            )
         except EstimatorError:
             continue
         b = int(e2.max_batch(ctx))
         if b >= wl.batch:
-            out.append(f"TP={tp} ({tp * par.pp} GPUs per replica) fits batch {wl.batch} (up to {b})")
+            out.append(
+                f"TP={tp} ({tp * par.pp} GPUs per replica) fits batch {wl.batch} (up to {b})"
+            )
             break
     if kv in ("bf16", "fp16"):
         b = int(Evaluator(model, gpu, par, weights, "fp8", engine).max_batch(ctx))

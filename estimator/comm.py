@@ -33,9 +33,15 @@ def intra_link(gpu: Accelerator, eff: Efficiency) -> Link:
 
 def nic_link(gpu: Accelerator, eff: Efficiency) -> Link:
     if not gpu.scale_out_gb_s:
-        raise SplitError(f"{gpu.name} has no scale-out network in its preset: a replica must fit "
-                         f"its {domain(gpu)}-GPU scale-up/host domain")
-    return Link("nic", gpu.scale_out_gb_s * 1e9, link_defaults().nic_latency_us * 1e-6 * eff.comm_latency_scale)
+        raise SplitError(
+            f"{gpu.name} has no scale-out network in its preset: a replica must fit "
+            f"its {domain(gpu)}-GPU scale-up/host domain"
+        )
+    return Link(
+        "nic",
+        gpu.scale_out_gb_s * 1e9,
+        link_defaults().nic_latency_us * 1e-6 * eff.comm_latency_scale,
+    )
 
 
 def domain(gpu: Accelerator) -> int:
@@ -71,8 +77,11 @@ def allreduce(gpu: Accelerator, n: int, msg, eff: Efficiency):
         return _base(eff) + _ring_allreduce(n, msg, intra_link(gpu, eff))
     inner = min(d, n)
     nodes = -(-n // inner)
-    return (2 * _base(eff) + _ring_allreduce(inner, msg, intra_link(gpu, eff))
-            + _ring_allreduce(nodes, np.asarray(msg, float) / inner, nic_link(gpu, eff)))
+    return (
+        2 * _base(eff)
+        + _ring_allreduce(inner, msg, intra_link(gpu, eff))
+        + _ring_allreduce(nodes, np.asarray(msg, float) / inner, nic_link(gpu, eff))
+    )
 
 
 def alltoall(gpu: Accelerator, n: int, msg, eff: Efficiency):
@@ -81,7 +90,9 @@ def alltoall(gpu: Accelerator, n: int, msg, eff: Efficiency):
     if n <= 1:
         return np.zeros_like(np.asarray(msg, float))
     link = intra_link(gpu, eff) if n <= domain(gpu) else nic_link(gpu, eff)
-    return _base(eff) + (n - 1) * link.latency + (n - 1) / n * np.asarray(msg, float) / link.bandwidth
+    return (
+        _base(eff) + (n - 1) * link.latency + (n - 1) / n * np.asarray(msg, float) / link.bandwidth
+    )
 
 
 def p2p(gpu: Accelerator, n_total: int, msg, eff: Efficiency):

@@ -24,7 +24,9 @@ from .model import LanguageModel
 from .parallel import Parallel, check_split
 
 ACT_BYTES = 2.0  # activations travel in 16-bit between layers and over the links
-EMBED_BYTES = 2.0  # quantisation recipes (AWQ, GPTQ, ModelOpt FP8/FP4) keep embeddings and lm_head 16-bit
+EMBED_BYTES = (
+    2.0  # quantisation recipes (AWQ, GPTQ, ModelOpt FP8/FP4) keep embeddings and lm_head 16-bit
+)
 
 
 class Workload(BaseModel):
@@ -62,12 +64,23 @@ class StepTimes:
 class Evaluator:
     """Everything for one (model, GPU, split, formats, engine); array-friendly methods."""
 
-    def __init__(self, model: LanguageModel, gpu: Accelerator, par: Parallel,
-                 weights: str = "bf16", kv: str = "bf16", engine: str = "vllm",
-                 efficiency: Efficiency | None = None):
+    def __init__(
+        self,
+        model: LanguageModel,
+        gpu: Accelerator,
+        par: Parallel,
+        weights: str = "bf16",
+        kv: str = "bf16",
+        engine: str = "vllm",
+        efficiency: Efficiency | None = None,
+    ):
         check_split(model, par)
         self.model, self.gpu, self.par = model, gpu, par
-        self.wfmt, self.kvfmt, self.engine = weight_format(weights), kv_format(kv), get_engine(engine)
+        self.wfmt, self.kvfmt, self.engine = (
+            weight_format(weights),
+            kv_format(kv),
+            get_engine(engine),
+        )
         self.eff = efficiency or efficiency_for(gpu.family)
         self.notes: list[str] = []
         self.precision, note = compute_precision(self.wfmt.compute, gpu.dense_tflops)
@@ -79,14 +92,16 @@ class Evaluator:
         if self.gpus > comm.domain(gpu) and not gpu.scale_out_gb_s:
             raise SplitError(
                 f"{self.gpus} GPUs per replica exceed the {comm.domain(gpu)}-GPU domain of "
-                f"{gpu.name}, which has no scale-out network in its preset")
+                f"{gpu.name}, which has no scale-out network in its preset"
+            )
         c, m = model.counts, model
         wb = self.wfmt.bytes_per_value
 
         # --- weights per GPU (bytes) ----------------------------------------------------
         attn_div = 1 if par.attention_dp else tp  # attention-DP replicates attention weights
-        layer_nonexpert = (c.attention / attn_div + (c.mamba + c.dense_mlp + c.moe_always_on) / tp
-                           + c.norms)
+        layer_nonexpert = (
+            c.attention / attn_div + (c.mamba + c.dense_mlp + c.moe_always_on) / tp + c.norms
+        )
         layer_expert = c.routed_experts / tp  # EP or expert-TP: each GPU holds 1/tp of experts
         self._head_bytes = (c.embed + c.lm_head) * EMBED_BYTES / tp
         if pp == 1:
@@ -110,8 +125,10 @@ class Evaluator:
         elif a.kind == "mla":
             self.kv_share = 1.0  # the latent has no heads to split: every TP rank holds it all
             if tp > 1:
-                self.notes.append("MLA under TP: every rank holds the whole latent KV cache "
-                                  "(use attention_dp to spread sequences instead)")
+                self.notes.append(
+                    "MLA under TP: every rank holds the whole latent KV cache "
+                    "(use attention_dp to spread sequences instead)"
+                )
         else:
             self.kv_share = 1.0 / min(tp, a.num_kv_heads)  # heads beyond TP=kv replicate
             if tp > a.num_kv_heads:
@@ -121,12 +138,18 @@ class Evaluator:
 
         # --- activations and overhead (per GPU, bytes) ---------------------------------
         h = m.hidden_size
-        qkv = (a.num_heads * a.head_dim + 2 * a.num_kv_heads * a.head_dim) if a and a.kind == "gqa" \
+        qkv = (
+            (a.num_heads * a.head_dim + 2 * a.num_kv_heads * a.head_dim)
+            if a and a.kind == "gqa"
             else (a.num_heads * (a.head_dim + a.v_dim) if a else 0)
-        widest = max(m.dense_mlp.intermediate_size if m.dense_mlp else 0,
-                     (m.moe.top_k * m.moe.expert_intermediate_size + m.moe.shared_intermediate_size)
-                     if m.moe else 0,
-                     2 * m.mamba.d_inner if m.mamba else 0)
+        )
+        widest = max(
+            m.dense_mlp.intermediate_size if m.dense_mlp else 0,
+            (m.moe.top_k * m.moe.expert_intermediate_size + m.moe.shared_intermediate_size)
+            if m.moe
+            else 0,
+            2 * m.mamba.d_inner if m.mamba else 0,
+        )
         per_token = ACT_BYTES * (4 * h + (qkv + 3 * widest) / tp)
         logits = min(256, self.engine.max_num_batched_tokens) * m.vocab_size / tp * 4.0  # fp32
         self.activation_bytes = self.engine.max_num_batched_tokens * per_token + logits
@@ -149,12 +172,16 @@ class Evaluator:
     # ---- memory -----------------------------------------------------------------------
     def kv_bytes_per_gpu(self, batch, context):
         """KV cache + recurrent state per GPU for ``batch`` sequences at ``context`` tokens."""
-        per_seq = self.model.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
+        per_seq = (
+            self.model.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
+        )
         return np.asarray(batch, float) * (per_seq + self.state_bytes)
 
     def max_batch(self, context):
         """Largest batch whose KV fits at ``context`` tokens per sequence (0 if none)."""
-        per_seq = self.model.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
+        per_seq = (
+            self.model.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
+        )
         per_seq = per_seq + self.state_bytes
         out = np.floor(np.maximum(self.kv_budget, 0) / np.maximum(per_seq, 1e-9))
         return np.minimum(out, 1e9).astype(np.int64)
@@ -189,9 +216,15 @@ class Evaluator:
         b = np.asarray(batch, float)
         micro = np.maximum(b / self.pp, 1.0) if self.pp > 1 else b  # PP: micro-batches in flight
         touched = expert_touch(m.moe.top_k, m.moe.num_experts, micro) if m.is_moe else 0.0
-        stage_bytes = (self.dense_stream + self.expert_stream * touched
-                       + micro * (m.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value)
-                                  * self.kv_share + 2 * self.state_bytes))
+        stage_bytes = (
+            self.dense_stream
+            + self.expert_stream * touched
+            + micro
+            * (
+                m.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
+                + 2 * self.state_bytes
+            )
+        )
         mm = micro * self.matmul_flops_token / self.gpus
         at = micro * (m.attention_flops_decode(context) + m.ssm_flops_per_token()) / self.gpus
         t_mem = stage_bytes / self.bw
@@ -200,10 +233,15 @@ class Evaluator:
         over = self.layers_per_stage * self.eff.layer_overhead_us * 1e-6
         stage = np.maximum(t_mem, t_cmp) + t_comm + over
         pp = self.pp
-        return StepTimes(memory=pp * t_mem, compute=pp * t_cmp, comm=pp * t_comm,
-                         overhead=pp * over + self.eff.step_overhead_ms * 1e-3,
-                         total=pp * stage + self.eff.step_overhead_ms * 1e-3,
-                         bytes_per_gpu=stage_bytes, flops_per_gpu=mm + at)
+        return StepTimes(
+            memory=pp * t_mem,
+            compute=pp * t_cmp,
+            comm=pp * t_comm,
+            overhead=pp * over + self.eff.step_overhead_ms * 1e-3,
+            total=pp * stage + self.eff.step_overhead_ms * 1e-3,
+            bytes_per_gpu=stage_bytes,
+            flops_per_gpu=mm + at,
+        )
 
     def prefill(self, batch, input_tokens) -> StepTimes:
         """Prefill of ``batch`` prompts of ``input_tokens`` arriving together on an idle replica.
@@ -213,9 +251,12 @@ class Evaluator:
         n = np.asarray(input_tokens, float)
         tokens = b * n
         touched = expert_touch(m.moe.top_k, m.moe.num_experts, tokens) if m.is_moe else 0.0
-        stage_bytes = (self.dense_stream + self.expert_stream * touched
-                       + b * m.kv_bytes_per_sequence(n, self.kvfmt.bytes_per_value) * self.kv_share
-                       + b * self.state_bytes) / 1.0
+        stage_bytes = (
+            self.dense_stream
+            + self.expert_stream * touched
+            + b * m.kv_bytes_per_sequence(n, self.kvfmt.bytes_per_value) * self.kv_share
+            + b * self.state_bytes
+        ) / 1.0
         mm = tokens * self.matmul_flops_token / self.gpus
         at = b * (m.attention_flops_prefill(n) + n * m.ssm_flops_per_token()) / self.gpus
         t_mem = stage_bytes / self.bw
@@ -224,10 +265,15 @@ class Evaluator:
         over = self.layers_per_stage * self.eff.layer_overhead_us * 1e-6
         stage = np.maximum(t_mem, t_cmp) + t_comm + over
         passes = (b + self.pp - 1) / b  # pipeline fill: one prompt crosses every stage
-        return StepTimes(memory=t_mem * passes, compute=t_cmp * passes, comm=t_comm * passes,
-                         overhead=over * passes + self.eff.step_overhead_ms * 1e-3,
-                         total=stage * passes + self.eff.step_overhead_ms * 1e-3,
-                         bytes_per_gpu=stage_bytes, flops_per_gpu=mm + at)
+        return StepTimes(
+            memory=t_mem * passes,
+            compute=t_cmp * passes,
+            comm=t_comm * passes,
+            overhead=over * passes + self.eff.step_overhead_ms * 1e-3,
+            total=stage * passes + self.eff.step_overhead_ms * 1e-3,
+            bytes_per_gpu=stage_bytes,
+            flops_per_gpu=mm + at,
+        )
 
 
 @dataclass
@@ -277,9 +323,16 @@ class Estimate:
         return asdict(self)
 
 
-def estimate(model: LanguageModel, gpu: Accelerator, parallel: Parallel, workload: Workload,
-             weights: str = "bf16", kv: str = "bf16", engine: str = "vllm",
-             efficiency: Efficiency | None = None) -> Estimate:
+def estimate(
+    model: LanguageModel,
+    gpu: Accelerator,
+    parallel: Parallel,
+    workload: Workload,
+    weights: str = "bf16",
+    kv: str = "bf16",
+    engine: str = "vllm",
+    efficiency: Efficiency | None = None,
+) -> Estimate:
     """Estimate one configuration. Decode is evaluated at the mean context of a request's
     decode phase (input + output/2); memory at its end (input + output)."""
     ev = Evaluator(model, gpu, parallel, weights, kv, engine, efficiency)
@@ -291,8 +344,15 @@ def estimate(model: LanguageModel, gpu: Accelerator, parallel: Parallel, workloa
     total = weights_gb + kv_gb + act_gb + over_gb
     cap = ev.capacity / 1e9
     usable = (ev.kv_budget / 1e9) + weights_gb + act_gb + over_gb
-    box = MemoryBox(weights=weights_gb, kv_cache=kv_gb, activations=act_gb, overhead=over_gb,
-                    total=total, capacity=cap, usable=min(usable, cap))
+    box = MemoryBox(
+        weights=weights_gb,
+        kv_cache=kv_gb,
+        activations=act_gb,
+        overhead=over_gb,
+        total=total,
+        capacity=cap,
+        usable=min(usable, cap),
+    )
     max_b = int(ev.max_batch(end_ctx))
     fits = b <= max_b
     dec = ev.decode_step(b, i + o / 2)
@@ -308,9 +368,15 @@ def estimate(model: LanguageModel, gpu: Accelerator, parallel: Parallel, workloa
     if ev.weight_bytes > ev.capacity:
         notes.append("weights alone exceed GPU memory")
     shares = {
-        "hbm_bandwidth_in_decode": float(dec.bytes_per_gpu * parallel.pp / (tpot * gpu.bandwidth_bytes_s)),
-        "compute_in_prefill": float(pre.flops_per_gpu * (b + parallel.pp - 1) / b
-                                    / (prefill_s * gpu.peak_flops(ev.precision))),
+        "hbm_bandwidth_in_decode": float(
+            dec.bytes_per_gpu * parallel.pp / (tpot * gpu.bandwidth_bytes_s)
+        ),
+        "compute_in_prefill": float(
+            pre.flops_per_gpu
+            * (b + parallel.pp - 1)
+            / b
+            / (prefill_s * gpu.peak_flops(ev.precision))
+        ),
         "interconnect_in_decode": float(dec.comm / tpot),
         "interconnect_in_prefill": float(pre.comm / prefill_s),
     }
@@ -320,20 +386,43 @@ def estimate(model: LanguageModel, gpu: Accelerator, parallel: Parallel, workloa
 
     del first
     return Estimate(
-        model=model.name, gpu=gpu.name, parallel=parallel.model_dump(),
-        weights_format=ev.wfmt.name, kv_format=ev.kvfmt.name, compute_precision=ev.precision,
-        engine=ev.engine.name, workload=workload.model_dump(), fits=bool(fits), memory_gb=box,
-        max_batch=max_b, prefill_s=prefill_s, ttft_s=ttft, tpot_s=tpot,
-        per_user_tokens_per_s=1.0 / tpot, decode_tokens_per_s=b / tpot,
-        output_tokens_per_s=replica_out, total_output_tokens_per_s=replica_out * parallel.replicas,
-        e2e_latency_s=e2e, bottleneck=str(dec.bottleneck()), prefill_bottleneck=str(pre.bottleneck()),
-        decode_times_s=times(dec), prefill_times_s=times(pre), shares=shares,
-        interconnect=comm.group_link(gpu, parallel.gpus_per_replica, ev.eff), notes=notes,
-        shortfall_gb=max(0.0, total - box.usable))
+        model=model.name,
+        gpu=gpu.name,
+        parallel=parallel.model_dump(),
+        weights_format=ev.wfmt.name,
+        kv_format=ev.kvfmt.name,
+        compute_precision=ev.precision,
+        engine=ev.engine.name,
+        workload=workload.model_dump(),
+        fits=bool(fits),
+        memory_gb=box,
+        max_batch=max_b,
+        prefill_s=prefill_s,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        per_user_tokens_per_s=1.0 / tpot,
+        decode_tokens_per_s=b / tpot,
+        output_tokens_per_s=replica_out,
+        total_output_tokens_per_s=replica_out * parallel.replicas,
+        e2e_latency_s=e2e,
+        bottleneck=str(dec.bottleneck()),
+        prefill_bottleneck=str(pre.bottleneck()),
+        decode_times_s=times(dec),
+        prefill_times_s=times(pre),
+        shares=shares,
+        interconnect=comm.group_link(gpu, parallel.gpus_per_replica, ev.eff),
+        notes=notes,
+        shortfall_gb=max(0.0, total - box.usable),
+    )
 
 
-def parallel_for(gpus: int, tp: int | None = None, pp: int | None = None, ep: int | None = None,
-                 attention_dp: bool = False) -> Parallel:
+def parallel_for(
+    gpus: int,
+    tp: int | None = None,
+    pp: int | None = None,
+    ep: int | None = None,
+    attention_dp: bool = False,
+) -> Parallel:
     """Fill in a split from a GPU count: unspecified TP takes what PP leaves; the rest are
     data-parallel replicas."""
     pp = pp or 1

@@ -28,7 +28,12 @@ WEIGHT_FORMATS: dict[str, Format] = {
     "fp16": Format("fp16", 2.0, "fp16", "16-bit float"),
     "fp8": Format("fp8", 1.0, "fp8", "W8A8 FP8 (E4M3), per-channel scales"),
     "int8": Format("int8", 1.0, "int8", "W8A8 INT8 (SmoothQuant-style), per-channel scales"),
-    "int4": Format("int4", 0.5 + 4 / 128, "bf16", "W4A16 (AWQ/GPTQ, group 128): dequantised to BF16 for the math"),
+    "int4": Format(
+        "int4",
+        0.5 + 4 / 128,
+        "bf16",
+        "W4A16 (AWQ/GPTQ, group 128): dequantised to BF16 for the math",
+    ),
     "fp4": Format("fp4", 0.5 + 1 / 16, "fp4", "W4A4 NVFP4 (FP8 scale per 16 values)"),
 }
 
@@ -42,8 +47,13 @@ KV_FORMATS: dict[str, Format] = {
 
 # Fall-back order when the GPU has no tensor-core path for a precision: the honest
 # alternative is to dequantise and compute in the widest 16-bit format it does have.
-_FALLBACK = {"fp4": ["fp8", "bf16", "fp16"], "fp8": ["bf16", "fp16"], "int8": ["bf16", "fp16"],
-             "bf16": ["fp16", "fp32"], "fp16": ["bf16", "fp32"]}
+_FALLBACK = {
+    "fp4": ["fp8", "bf16", "fp16"],
+    "fp8": ["bf16", "fp16"],
+    "int8": ["bf16", "fp16"],
+    "bf16": ["fp16", "fp32"],
+    "fp16": ["bf16", "fp32"],
+}
 
 
 def weight_format(name: str) -> Format:

@@ -38,7 +38,8 @@ class Accelerator(BaseModel):
     pcie_gen: int | None = None
     pcie_gb_s: float = Field(gt=0, description="PCIe x16 per direction")
     scale_out_gb_s: float | None = Field(
-        None, gt=0, description="per-GPU NIC bandwidth per direction; None: no standard NIC")
+        None, gt=0, description="per-GPU NIC bandwidth per direction; None: no standard NIC"
+    )
     tdp_w: float = Field(gt=0)
     price_usd: float | None = None
     rental_usd_per_hour: float | None = None

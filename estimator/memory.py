@@ -24,12 +24,27 @@ class Engine:
 
 
 ENGINES: dict[str, Engine] = {
-    "vllm": Engine("vllm", 0.90, "total", 8192,
-                   "vLLM: gpu_memory_utilization=0.9 of total memory; max_num_batched_tokens=8192"),
-    "sglang": Engine("sglang", 0.88, "total", 8192,
-                     "SGLang: mem_fraction_static~0.88 of total memory; chunked_prefill_size=8192"),
-    "trtllm": Engine("trtllm", 0.90, "free", 8192,
-                     "TensorRT-LLM: free_gpu_memory_fraction=0.9 of memory free after weights"),
+    "vllm": Engine(
+        "vllm",
+        0.90,
+        "total",
+        8192,
+        "vLLM: gpu_memory_utilization=0.9 of total memory; max_num_batched_tokens=8192",
+    ),
+    "sglang": Engine(
+        "sglang",
+        0.88,
+        "total",
+        8192,
+        "SGLang: mem_fraction_static~0.88 of total memory; chunked_prefill_size=8192",
+    ),
+    "trtllm": Engine(
+        "trtllm",
+        0.90,
+        "free",
+        8192,
+        "TensorRT-LLM: free_gpu_memory_fraction=0.9 of memory free after weights",
+    ),
 }
 
 
@@ -47,5 +62,8 @@ COLLECTIVE_BUFFERS_BYTES = 0.5e9  # NCCL/RCCL channel buffers, only when the rep
 
 
 def runtime_overhead_bytes(gpus_per_replica: int) -> float:
-    return CUDA_CONTEXT_BYTES + CUDA_GRAPHS_BYTES + (
-        COLLECTIVE_BUFFERS_BYTES if gpus_per_replica > 1 else 0.0)
+    return (
+        CUDA_CONTEXT_BYTES
+        + CUDA_GRAPHS_BYTES
+        + (COLLECTIVE_BUFFERS_BYTES if gpus_per_replica > 1 else 0.0)
+    )

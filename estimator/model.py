@@ -101,8 +101,17 @@ class Counts:
 
     @property
     def total(self) -> int:
-        return (self.embed + self.lm_head + self.attention + self.mamba + self.dense_mlp
-                + self.routed_experts + self.moe_always_on + self.norms + self.extra)
+        return (
+            self.embed
+            + self.lm_head
+            + self.attention
+            + self.mamba
+            + self.dense_mlp
+            + self.routed_experts
+            + self.moe_always_on
+            + self.norms
+            + self.extra
+        )
 
 
 class LanguageModel(BaseModel):
@@ -160,13 +169,20 @@ class LanguageModel(BaseModel):
             parts.append("MLA")
         elif self.attention is not None:
             a = self.attention
-            parts.append("MHA" if a.num_kv_heads == a.num_heads else f"GQA {a.num_kv_heads} KV heads")
-        windows = {layer.window for layer in self.layers if layer.mixer == "attention" and layer.window}
+            parts.append(
+                "MHA" if a.num_kv_heads == a.num_heads else f"GQA {a.num_kv_heads} KV heads"
+            )
+        windows = {
+            layer.window for layer in self.layers if layer.mixer == "attention" and layer.window
+        }
         if windows:
             parts.append("sliding/local window " + "/".join(str(w) for w in sorted(windows)))
         n_mamba = sum(1 for layer in self.layers if layer.mixer == "mamba")
         if n_mamba:
-            parts.append(f"hybrid: {n_mamba} Mamba-{self.mamba.version} + {self.num_attention_layers} attention layers")
+            parts.append(
+                f"hybrid: {n_mamba} Mamba-{self.mamba.version} + "
+                f"{self.num_attention_layers} attention layers"
+            )
         return ", ".join(parts)
 
     # ---- per-layer parameter counts -------------------------------------------------
@@ -257,9 +273,17 @@ class LanguageModel(BaseModel):
                 always += c * self._moe_always_on_params()
             norms += c * h * ((layer.mixer != "none") + (layer.mlp != "none"))
         embed = self.vocab_size * h
-        return Counts(embed=embed, lm_head=0 if self.tie_word_embeddings else embed,
-                      attention=attn, mamba=mamba, dense_mlp=dense, routed_experts=routed,
-                      moe_always_on=always, norms=norms, extra=self.extra_params)
+        return Counts(
+            embed=embed,
+            lm_head=0 if self.tie_word_embeddings else embed,
+            attention=attn,
+            mamba=mamba,
+            dense_mlp=dense,
+            routed_experts=routed,
+            moe_always_on=always,
+            norms=norms,
+            extra=self.extra_params,
+        )
 
     @property
     def total_params(self) -> int:
@@ -269,7 +293,9 @@ class LanguageModel(BaseModel):
     def active_params(self) -> int:
         """Parameters one token touches (routed experts at k/E), embeddings included."""
         c = self.counts
-        active_routed = c.routed_experts * self.moe.top_k / self.moe.num_experts if self.is_moe else 0
+        active_routed = (
+            c.routed_experts * self.moe.top_k / self.moe.num_experts if self.is_moe else 0
+        )
         return int(c.total - c.extra - c.routed_experts + active_routed)
 
     @property
@@ -291,7 +317,8 @@ class LanguageModel(BaseModel):
     def attention_windows(self) -> list[tuple[int | None, int]]:
         """(window, number of attention layers) groups; window None = full context."""
         c: Counter[int | None] = Counter(
-            layer.window for layer in self.layers if layer.mixer == "attention")
+            layer.window for layer in self.layers if layer.mixer == "attention"
+        )
         return sorted(c.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
 
     def kv_bytes_per_token(self, kv_bytes: float) -> float:
@@ -320,7 +347,7 @@ class LanguageModel(BaseModel):
 
     def state_bytes_per_sequence(self, state_bytes: float = 2.0) -> float:
         """Fixed recurrent state per sequence (Mamba SSM + conv state), independent of context.
-        Held at 16-bit: engines keep it in the model dtype (vLLM's default ``mamba_cache_dtype``)."""
+        Held at 16-bit: engines keep it in the model dtype (vLLM's ``mamba_cache_dtype`` auto)."""
         if not self.num_mamba_layers:
             return 0.0
         m = self.mamba

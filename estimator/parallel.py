@@ -51,34 +51,44 @@ def check_split(model: LanguageModel, par: Parallel) -> None:
         raise SplitError(
             f"TP={tp} does not divide the {a.num_heads} attention heads of {model.name} "
             f"(rule: TP must divide the number of attention heads; try TP in "
-            f"{_divisors(a.num_heads, 64)})")
+            f"{_divisors(a.num_heads, 64)})"
+        )
     if a is not None and a.kind == "gqa" and tp > 1:
         kv = a.num_kv_heads
         if kv % tp and tp % kv:
             raise SplitError(
                 f"TP={tp} and the {kv} KV heads of {model.name} neither divide each other "
-                f"(rule: TP divides the KV heads, or the KV heads divide TP and replicate)")
+                f"(rule: TP divides the KV heads, or the KV heads divide TP and replicate)"
+            )
     if model.mamba is not None and tp > 1:
         m = model.mamba
         heads = m.num_heads if m.version == 2 else m.d_inner
         if heads % tp:
-            raise SplitError(f"TP={tp} does not divide the {heads} Mamba heads/channels of {model.name}")
+            raise SplitError(
+                f"TP={tp} does not divide the {heads} Mamba heads/channels of {model.name}"
+            )
     if pp > model.num_layers:
-        raise SplitError(f"PP={pp} exceeds the {model.num_layers} layers of {model.name} "
-                         "(rule: each pipeline stage needs at least one layer)")
+        raise SplitError(
+            f"PP={pp} exceeds the {model.num_layers} layers of {model.name} "
+            "(rule: each pipeline stage needs at least one layer)"
+        )
     if ep > 1:
         if not model.is_moe:
             raise SplitError(f"EP={ep} needs a mixture-of-experts model; {model.name} is dense")
         if model.moe.num_experts % ep:
             raise SplitError(
                 f"EP={ep} does not divide the {model.moe.num_experts} experts of {model.name} "
-                "(rule: EP must divide the number of experts)")
+                "(rule: EP must divide the number of experts)"
+            )
         if tp % ep:
             raise SplitError(
                 f"EP={ep} must divide TP={tp}: experts are split over EP GPUs inside the TP "
-                "group (moe_tp x moe_ep = tp)")
+                "group (moe_tp x moe_ep = tp)"
+            )
     if par.attention_dp and tp == 1:
-        raise SplitError("attention data-parallel needs TP > 1 (it spreads sequences over the TP group)")
+        raise SplitError(
+            "attention data-parallel needs TP > 1 (it spreads sequences over the TP group)"
+        )
 
 
 def _divisors(n: int, limit: int) -> list[int]:

@@ -56,8 +56,13 @@ def _dump(obj) -> str:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--presets", "presets", multiple=True, type=click.Path(file_okay=False),
-              help="Extra folder of preset YAML (gpus/, models/); overrides shipped entries.")
+@click.option(
+    "--presets",
+    "presets",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Extra folder of preset YAML (gpus/, models/); overrides shipped entries.",
+)
 @click.version_option(package_name="planner")
 @click.pass_context
 def main(ctx: click.Context, presets: tuple[str, ...]) -> None:
@@ -67,30 +72,76 @@ def main(ctx: click.Context, presets: tuple[str, ...]) -> None:
 
 # ---------------------------------------------------------------------------- estimate
 @main.command("estimate")
-@click.option("--model", "model_name", help="Model preset name or alias (see `planner models list`).")
+@click.option(
+    "--model", "model_name", help="Model preset name or alias (see `planner models list`)."
+)
 @click.option("--model-config", type=click.Path(), help="Path to a local Hugging Face config.json.")
-@click.option("--gpu", "gpu_name", required=True, help="Accelerator preset (see `planner gpus list`).")
-@click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True,
-              help="GPUs in total; more than TP×PP runs data-parallel replicas.")
+@click.option(
+    "--gpu", "gpu_name", required=True, help="Accelerator preset (see `planner gpus list`)."
+)
+@click.option(
+    "--gpus",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="GPUs in total; more than TP×PP runs data-parallel replicas.",
+)
 @click.option("--tp", type=click.IntRange(min=1), help="Tensor parallel (default: GPUs ÷ PP).")
 @click.option("--pp", type=click.IntRange(min=1), help="Pipeline parallel (default 1).")
 @click.option("--ep", type=click.IntRange(min=1), help="Expert parallel, divides TP (default 1).")
-@click.option("--attention-dp", is_flag=True, help="Run attention data-parallel across the TP group.")
-@click.option("--weights", type=click.Choice(list(WEIGHT_FORMATS), case_sensitive=False),
-              default="bf16", show_default=True)
-@click.option("--kv", type=click.Choice(list(KV_FORMATS), case_sensitive=False), default="bf16",
-              show_default=True)
-@click.option("--engine", type=click.Choice(list(ENGINES)), default="vllm", show_default=True,
-              help="Memory policy of the serving engine.")
-@click.option("--batch", default="1", show_default=True,
-              help="Concurrent sequences per replica, or 'max' for the largest that fits.")
+@click.option(
+    "--attention-dp", is_flag=True, help="Run attention data-parallel across the TP group."
+)
+@click.option(
+    "--weights",
+    type=click.Choice(list(WEIGHT_FORMATS), case_sensitive=False),
+    default="bf16",
+    show_default=True,
+)
+@click.option(
+    "--kv",
+    type=click.Choice(list(KV_FORMATS), case_sensitive=False),
+    default="bf16",
+    show_default=True,
+)
+@click.option(
+    "--engine",
+    type=click.Choice(list(ENGINES)),
+    default="vllm",
+    show_default=True,
+    help="Memory policy of the serving engine.",
+)
+@click.option(
+    "--batch",
+    default="1",
+    show_default=True,
+    help="Concurrent sequences per replica, or 'max' for the largest that fits.",
+)
 @click.option("--input-tokens", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--output-tokens", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 @click.pass_context
 @friendly_errors
-def estimate_cmd(ctx, model_name, model_config, gpu_name, gpus, tp, pp, ep, attention_dp, weights,
-                 kv, engine, batch, input_tokens, output_tokens, fmt):
+def estimate_cmd(
+    ctx,
+    model_name,
+    model_config,
+    gpu_name,
+    gpus,
+    tp,
+    pp,
+    ep,
+    attention_dp,
+    weights,
+    kv,
+    engine,
+    batch,
+    input_tokens,
+    output_tokens,
+    fmt,
+):
     """Will it fit, and how fast: one model on one GPU type and split."""
     pre = _presets(ctx)
     model = _resolve_model(model_name, model_config, pre)
@@ -106,7 +157,9 @@ def estimate_cmd(ctx, model_name, model_config, gpu_name, gpus, tp, pp, ep, atte
         try:
             b_req = int(batch)
         except ValueError:
-            raise EstimatorError(f"--batch must be a positive integer or 'max', not '{batch}'") from None
+            raise EstimatorError(
+                f"--batch must be a positive integer or 'max', not '{batch}'"
+            ) from None
         if b_req < 1:
             raise EstimatorError("--batch must be at least 1")
     wl = Workload(input_tokens=input_tokens, output_tokens=output_tokens, batch=b_req)
@@ -121,8 +174,10 @@ def estimate_cmd(ctx, model_name, model_config, gpu_name, gpus, tp, pp, ep, atte
         click.echo(_estimate_table(est, model.display_name or model.name, gpu.display_name))
     if not est.fits:
         m = est.memory_gb
-        msg = (f"does not fit: needs {m.total:.1f} GB per GPU, the engine allows {m.usable:.1f} GB "
-               f"of {m.capacity:.0f} GB: short by {est.shortfall_gb:.1f} GB per GPU")
+        msg = (
+            f"does not fit: needs {m.total:.1f} GB per GPU, the engine allows {m.usable:.1f} GB "
+            f"of {m.capacity:.0f} GB: short by {est.shortfall_gb:.1f} GB per GPU"
+        )
         if advice:
             msg += "\nnearest that fits: " + "; ".join(advice)
         click.echo(msg, err=True)
@@ -138,13 +193,17 @@ def _resolve_model(name, config_path, pre):
 def _estimate_table(e, model_label: str, gpu_label: str) -> str:
     p = e.parallel
     wl = e.workload
-    head = (f"{model_label} on {p['tp'] * p['pp'] * p['replicas']} x {gpu_label} "
-            f"(TP{p['tp']} PP{p['pp']} EP{p['ep']}{' attn-DP' if p['attention_dp'] else ''}"
-            f"{', ' + str(p['replicas']) + ' replicas' if p['replicas'] > 1 else ''}), "
-            f"weights {e.weights_format}, KV {e.kv_format}, math in {e.compute_precision}, "
-            f"engine {e.engine}")
-    work = (f"batch {wl['batch']} per replica, {wl['input_tokens']} in / {wl['output_tokens']} out "
-            "tokens")
+    head = (
+        f"{model_label} on {p['tp'] * p['pp'] * p['replicas']} x {gpu_label} "
+        f"(TP{p['tp']} PP{p['pp']} EP{p['ep']}{' attn-DP' if p['attention_dp'] else ''}"
+        f"{', ' + str(p['replicas']) + ' replicas' if p['replicas'] > 1 else ''}), "
+        f"weights {e.weights_format}, KV {e.kv_format}, math in {e.compute_precision}, "
+        f"engine {e.engine}"
+    )
+    work = (
+        f"batch {wl['batch']} per replica, {wl['input_tokens']} in / {wl['output_tokens']} out "
+        "tokens"
+    )
     rows = [
         ["fits", "yes" if e.fits else f"NO (short {e.shortfall_gb:.1f} GB per GPU)"],
         ["largest batch that fits", e.max_batch],
@@ -163,8 +222,10 @@ def _estimate_table(e, model_label: str, gpu_label: str) -> str:
         ["bottleneck (prefill)", e.prefill_bottleneck],
     ]
     d = e.decode_times_s
-    step = (f"decode step: memory {d['memory'] * 1e3:.2f} ms, compute {d['compute'] * 1e3:.2f} ms, "
-            f"interconnect {d['comm'] * 1e3:.2f} ms, fixed overheads {d['overhead'] * 1e3:.2f} ms")
+    step = (
+        f"decode step: memory {d['memory'] * 1e3:.2f} ms, compute {d['compute'] * 1e3:.2f} ms, "
+        f"interconnect {d['comm'] * 1e3:.2f} ms, fixed overheads {d['overhead'] * 1e3:.2f} ms"
+    )
     out = [head, work, "", tabulate(rows, tablefmt="simple"), "", *pictures(e), step]
     if e.notes:
         out += ["", *("note: " + n for n in e.notes)]
@@ -188,13 +249,27 @@ def models_list(ctx, fmt):
     rows = []
     for name in cat.names():
         m = get_model(name, pre)
-        rows.append({"name": name, "display_name": m.display_name, "total_params_b": round(m.total_params / 1e9, 2),
-                     "active_params_b": round(m.active_params / 1e9, 2), "architecture": m.kind_label()})
+        rows.append(
+            {
+                "name": name,
+                "display_name": m.display_name,
+                "total_params_b": round(m.total_params / 1e9, 2),
+                "active_params_b": round(m.active_params / 1e9, 2),
+                "architecture": m.kind_label(),
+            }
+        )
     if fmt == "json":
         click.echo(_dump(rows))
     else:
-        click.echo(tabulate([[r["name"], r["total_params_b"], r["active_params_b"], r["architecture"]]
-                             for r in rows], headers=["model", "total B", "active B", "architecture"]))
+        click.echo(
+            tabulate(
+                [
+                    [r["name"], r["total_params_b"], r["active_params_b"], r["architecture"]]
+                    for r in rows
+                ],
+                headers=["model", "total B", "active B", "architecture"],
+            )
+        )
 
 
 @models_group.command("show")
@@ -211,12 +286,20 @@ def models_show(ctx, name, kv, fmt):
     kvb = kv_format(kv).bytes_per_value
     c = m.counts
     info = {
-        "name": m.name, "display_name": m.display_name, "model_type": m.model_type,
-        "architecture": m.kind_label(), "total_params": m.total_params, "active_params": m.active_params,
-        "kv_format": kv, "kv_bytes_per_token": m.kv_bytes_per_token(kvb),
+        "name": m.name,
+        "display_name": m.display_name,
+        "model_type": m.model_type,
+        "architecture": m.kind_label(),
+        "total_params": m.total_params,
+        "active_params": m.active_params,
+        "kv_format": kv,
+        "kv_bytes_per_token": m.kv_bytes_per_token(kvb),
         "state_bytes_per_sequence": m.state_bytes_per_sequence(),
-        "layers": m.num_layers, "attention_layers": m.num_attention_layers,
-        "hidden_size": m.hidden_size, "vocab_size": m.vocab_size, "max_context": m.max_context,
+        "layers": m.num_layers,
+        "attention_layers": m.num_attention_layers,
+        "hidden_size": m.hidden_size,
+        "vocab_size": m.vocab_size,
+        "max_context": m.max_context,
         "params_breakdown": asdict(c),
     }
     if m.attention:
@@ -257,12 +340,38 @@ def gpus_list(ctx, fmt):
     if fmt == "json":
         click.echo(_dump([g.model_dump() for g in gpus]))
         return
-    rows = [[g.name, g.vendor, g.memory_gb, g.memory_bandwidth_gb_s, g.dense_tflops.get("bf16"),
-             g.dense_tflops.get("fp8"), g.dense_tflops.get("fp4"),
-             f"{g.scale_up.kind} x{g.scale_up.domain_size}", g.tdp_w, g.rental_usd_per_hour]
-            for g in gpus]
-    click.echo(tabulate(rows, headers=["gpu", "vendor", "GB", "GB/s", "bf16 TF", "fp8 TF", "fp4 TF",
-                                       "scale-up", "TDP W", "$/h"]))
+    rows = [
+        [
+            g.name,
+            g.vendor,
+            g.memory_gb,
+            g.memory_bandwidth_gb_s,
+            g.dense_tflops.get("bf16"),
+            g.dense_tflops.get("fp8"),
+            g.dense_tflops.get("fp4"),
+            f"{g.scale_up.kind} x{g.scale_up.domain_size}",
+            g.tdp_w,
+            g.rental_usd_per_hour,
+        ]
+        for g in gpus
+    ]
+    click.echo(
+        tabulate(
+            rows,
+            headers=[
+                "gpu",
+                "vendor",
+                "GB",
+                "GB/s",
+                "bf16 TF",
+                "fp8 TF",
+                "fp4 TF",
+                "scale-up",
+                "TDP W",
+                "$/h",
+            ],
+        )
+    )
 
 
 @gpus_group.command("show")

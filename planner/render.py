@@ -32,7 +32,8 @@ def memory_box(e: Estimate, width: int = WIDTH) -> list[str]:
     line = "[" + "".join(inside) + "]" + ("!" * min(over, 20) if over > 0 else "")
     return [
         f"{line} {m.total:.1f} / {m.capacity:.0f} GB",
-        f" W weights {m.weights:.1f}  K KV/state {m.kv_cache:.1f}  A activations {m.activations:.1f}"
+        f" W weights {m.weights:.1f}  K KV/state {m.kv_cache:.1f}"
+        f"  A activations {m.activations:.1f}"
         f"  O overhead {m.overhead:.1f}  | engine limit {m.usable:.1f} GB",
     ]
 

@@ -12,16 +12,37 @@ def run(*args):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-BASE = ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "2",
-        "--weights", "fp8", "--input-tokens", "2000", "--output-tokens", "400"]
+BASE = [
+    "estimate",
+    "--model",
+    "llama-3.1-70b",
+    "--gpu",
+    "h100-sxm",
+    "--gpus",
+    "2",
+    "--weights",
+    "fp8",
+    "--input-tokens",
+    "2000",
+    "--output-tokens",
+    "400",
+]
 
 
 def test_estimate_json_has_stable_keys():
     r = run(*BASE, "--batch", "8", "--format", "json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
-    for k in ("fits", "memory_gb", "ttft_s", "tpot_s", "per_user_tokens_per_s",
-              "output_tokens_per_s", "max_batch", "bottleneck"):
+    for k in (
+        "fits",
+        "memory_gb",
+        "ttft_s",
+        "tpot_s",
+        "per_user_tokens_per_s",
+        "output_tokens_per_s",
+        "max_batch",
+        "bottleneck",
+    ):
         assert k in d
     for k in ("weights", "kv_cache", "activations", "overhead", "total", "capacity"):
         assert k in d["memory_gb"]
@@ -42,8 +63,20 @@ def test_estimate_table_draws_pictures():
 
 
 def test_model_that_does_not_fit_says_by_how_much():
-    r = CliRunner().invoke(main, ["estimate", "--model", "llama-3.1-405b", "--gpu", "h100-sxm",
-                                  "--gpus", "2", "--batch", "1"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "estimate",
+            "--model",
+            "llama-3.1-405b",
+            "--gpu",
+            "h100-sxm",
+            "--gpus",
+            "2",
+            "--batch",
+            "1",
+        ],
+    )
     assert r.exit_code == 1
     assert "does not fit" in r.output and "short by" in r.output
     assert "nearest that fits" in r.output
@@ -62,8 +95,9 @@ def test_unknown_model_suggests_closest():
 
 
 def test_bad_tp_names_the_rule():
-    r = CliRunner().invoke(main, ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm",
-                                  "--gpus", "3"])
+    r = CliRunner().invoke(
+        main, ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "3"]
+    )
     assert r.exit_code == 2 and "TP must divide the number of attention heads" in r.output
 
 
@@ -91,7 +125,9 @@ def test_models_show_json():
     d = json.loads(run("models", "show", "llama-3.1-70b", "--format", "json").output)
     assert d["kv_bytes_per_token"] == 327_680
     assert d["total_params"] == pytest.approx(70.55e9, rel=0.001)
-    d8 = json.loads(run("models", "show", "llama-3.1-70b", "--kv", "fp8", "--format", "json").output)
+    d8 = json.loads(
+        run("models", "show", "llama-3.1-70b", "--kv", "fp8", "--format", "json").output
+    )
     assert d8["kv_bytes_per_token"] == 163_840
     moe = json.loads(run("models", "show", "mixtral-8x7b", "--format", "json").output)
     assert moe["active_params"] < moe["total_params"] / 3
@@ -102,7 +138,10 @@ def test_gpus_show_json():
     assert d["vendor"] == "nvidia" and d["memory_gb"] == 80
     assert d["memory_bandwidth_gb_s"] == 3350 and d["dense_tflops"]["bf16"] > 900
     assert "fp4" not in d["dense_tflops"]
-    assert json.loads(run("gpus", "show", "b200", "--format", "json").output)["dense_tflops"]["fp4"] > 0
+    assert (
+        json.loads(run("gpus", "show", "b200", "--format", "json").output)["dense_tflops"]["fp4"]
+        > 0
+    )
 
 
 def test_lists():
@@ -117,8 +156,11 @@ def test_user_presets_override(tmp_path):
         "- name: h100-sxm\n  display_name: My H100\n  vendor: nvidia\n  family: hopper\n"
         "  memory_gb: 80\n  memory_bandwidth_gb_s: 1000\n  dense_tflops: {bf16: 989}\n"
         "  scale_up: {kind: nvlink4, bandwidth_gb_s: 450, latency_us: 0.6, domain_size: 8}\n"
-        "  pcie_gb_s: 64\n  tdp_w: 700\n  sources: {all: my lab}\n")
-    d = json.loads(run("--presets", str(tmp_path), "gpus", "show", "h100-sxm", "--format", "json").output)
+        "  pcie_gb_s: 64\n  tdp_w: 700\n  sources: {all: my lab}\n"
+    )
+    d = json.loads(
+        run("--presets", str(tmp_path), "gpus", "show", "h100-sxm", "--format", "json").output
+    )
     assert d["memory_bandwidth_gb_s"] == 1000
 
 

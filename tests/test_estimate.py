@@ -31,7 +31,9 @@ def test_int4_weights_of_llama3_70b(llama70, h100):
 
 
 def test_kv_memory_four_users_8k(llama70, h100):
-    e = estimate(llama70, h100, Parallel(tp=2), Workload(input_tokens=8000, output_tokens=192, batch=4))
+    e = estimate(
+        llama70, h100, Parallel(tp=2), Workload(input_tokens=8000, output_tokens=192, batch=4)
+    )
     # per GPU: 4 x 8192 x 327,680 B / 2 (TP2 splits the 8 KV heads) = 5.37 GB
     assert e.memory_gb.kv_cache == pytest.approx(10.737 / 2, abs=0.001)
 
@@ -153,8 +155,12 @@ def test_fp8_on_h100_computes_fp8(h100):
 
 
 def test_tp_over_pcie_costs_more_than_nvlink(llama70):
-    pcie = Evaluator(llama70, get_gpu("h100-pcie"), Parallel(tp=4), weights="fp8").decode_step(8, 2000)
-    nvl = Evaluator(llama70, get_gpu("h100-sxm"), Parallel(tp=4), weights="fp8").decode_step(8, 2000)
+    pcie = Evaluator(llama70, get_gpu("h100-pcie"), Parallel(tp=4), weights="fp8").decode_step(
+        8, 2000
+    )
+    nvl = Evaluator(llama70, get_gpu("h100-sxm"), Parallel(tp=4), weights="fp8").decode_step(
+        8, 2000
+    )
     assert pcie.comm > nvl.comm
 
 
@@ -180,8 +186,20 @@ def test_max_batch_is_the_fit_boundary(llama70, h100):
     wl_ctx = 2400
     ev = Evaluator(llama70, h100, Parallel(tp=2), weights="fp8")
     mb = int(ev.max_batch(wl_ctx))
-    ok = estimate(llama70, h100, Parallel(tp=2), Workload(input_tokens=2000, output_tokens=400, batch=mb), weights="fp8")
-    bad = estimate(llama70, h100, Parallel(tp=2), Workload(input_tokens=2000, output_tokens=400, batch=mb + 1), weights="fp8")
+    ok = estimate(
+        llama70,
+        h100,
+        Parallel(tp=2),
+        Workload(input_tokens=2000, output_tokens=400, batch=mb),
+        weights="fp8",
+    )
+    bad = estimate(
+        llama70,
+        h100,
+        Parallel(tp=2),
+        Workload(input_tokens=2000, output_tokens=400, batch=mb + 1),
+        weights="fp8",
+    )
     assert ok.fits and not bad.fits and bad.shortfall_gb > 0
 
 
@@ -198,12 +216,29 @@ def test_unknown_formats_are_clear_errors(llama70, h100):
         Evaluator(llama70, h100, Parallel(), engine="ollama")
 
 
-@pytest.mark.parametrize("name", ["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "gemma-3-27b",
-                                  "jamba-1.5-mini", "gpt-oss-120b", "llama-4-scout", "glm-4.5-air"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "llama-3.1-8b",
+        "mixtral-8x7b",
+        "deepseek-v3",
+        "gemma-3-27b",
+        "jamba-1.5-mini",
+        "gpt-oss-120b",
+        "llama-4-scout",
+        "glm-4.5-air",
+    ],
+)
 def test_every_family_estimates(name):
     m = get_model(name)
     g = get_gpu("h200")
     tp = 8 if m.total_params > 100e9 else 1
-    e = estimate(m, g, Parallel(tp=tp), Workload(input_tokens=1000, output_tokens=200, batch=4), weights="fp8")
+    e = estimate(
+        m,
+        g,
+        Parallel(tp=tp),
+        Workload(input_tokens=1000, output_tokens=200, batch=4),
+        weights="fp8",
+    )
     assert e.fits and 0 < e.tpot_s < 1 and 0 < e.ttft_s < 10
     assert e.bottleneck in {"memory", "compute", "interconnect"}

@@ -33,8 +33,11 @@ def test_derived_active_matches_published(name):
     m = preset.build()
     pub = preset.published.active_params_b * 1e9
     c = m.counts
-    conventions = [m.active_params, m.active_params - c.embed,
-                   m.active_params - c.embed - (c.lm_head or 0)]
+    conventions = [
+        m.active_params,
+        m.active_params - c.embed,
+        m.active_params - c.embed - (c.lm_head or 0),
+    ]
     assert min(abs(x / pub - 1) for x in conventions) < 0.03
 
 
@@ -104,30 +107,82 @@ def test_config_json_import_round_trip(tmp_path, name):
 
 
 def test_every_required_config_format_is_supported():
-    required = {"llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "mixtral",
-                "deepseek_v2", "deepseek_v3", "gemma2", "gemma3", "gpt_oss", "glm4_moe",
-                "nemotron_h", "jamba"}
+    required = {
+        "llama",
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "qwen2_moe",
+        "qwen3_moe",
+        "mixtral",
+        "deepseek_v2",
+        "deepseek_v3",
+        "gemma2",
+        "gemma3",
+        "gpt_oss",
+        "glm4_moe",
+        "nemotron_h",
+        "jamba",
+    }
     assert required <= set(PARSERS)
     shipped = {CAT.items[n].config.get("model_type") for n in NAMES}
-    assert shipped >= {"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3",
-                       "gemma2", "gemma3", "gpt_oss", "glm4_moe", "nemotron_h", "jamba", "llama4"}
+    assert shipped >= {
+        "llama",
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "qwen3_moe",
+        "mixtral",
+        "deepseek_v3",
+        "gemma2",
+        "gemma3",
+        "gpt_oss",
+        "glm4_moe",
+        "nemotron_h",
+        "jamba",
+        "llama4",
+    }
 
 
 def test_qwen2_moe_and_deepseek_v2_formats(tmp_path):
     """Formats with no shipped preset, from their public configs (Qwen1.5-MoE-A2.7B,
     DeepSeek-V2-Lite): published totals 14.3B and 15.7B."""
-    qwen2moe = {"model_type": "qwen2_moe", "hidden_size": 2048, "num_hidden_layers": 24,
-                "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632,
-                "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
-                "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1,
-                "vocab_size": 151936, "tie_word_embeddings": False}
-    dsv2_lite = {"model_type": "deepseek_v2", "hidden_size": 2048, "num_hidden_layers": 27,
-                 "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 10944,
-                 "moe_intermediate_size": 1408, "n_routed_experts": 64, "n_shared_experts": 2,
-                 "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1,
-                 "q_lora_rank": None, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
-                 "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400,
-                 "tie_word_embeddings": False}
+    qwen2moe = {
+        "model_type": "qwen2_moe",
+        "hidden_size": 2048,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 16,
+        "intermediate_size": 5632,
+        "moe_intermediate_size": 1408,
+        "shared_expert_intermediate_size": 5632,
+        "num_experts": 60,
+        "num_experts_per_tok": 4,
+        "decoder_sparse_step": 1,
+        "vocab_size": 151936,
+        "tie_word_embeddings": False,
+    }
+    dsv2_lite = {
+        "model_type": "deepseek_v2",
+        "hidden_size": 2048,
+        "num_hidden_layers": 27,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 16,
+        "intermediate_size": 10944,
+        "moe_intermediate_size": 1408,
+        "n_routed_experts": 64,
+        "n_shared_experts": 2,
+        "num_experts_per_tok": 6,
+        "first_k_dense_replace": 1,
+        "moe_layer_freq": 1,
+        "q_lora_rank": None,
+        "kv_lora_rank": 512,
+        "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 128,
+        "vocab_size": 102400,
+        "tie_word_embeddings": False,
+    }
     for cfg, total in ((qwen2moe, 14.3), (dsv2_lite, 15.7)):
         p = tmp_path / f"{cfg['model_type']}.json"
         p.write_text(json.dumps(cfg))
