@@ -397,3 +397,118 @@ def gpus_show(ctx, name, fmt):
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+# ---------------------------------------------------------------------------- planner
+def _scenario_errors(fn):
+    return friendly_errors(fn)
+
+
+_OUT = click.option("--out", type=click.Path(dir_okay=False), help="Write a ranked CSV (atomically).")
+_FMT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+                    show_default=True)
+
+
+@main.command("solve")
+@click.argument("scenario_file", type=click.Path())
+@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Plans to rank: the recommendation and the next-best distinct fleets.")
+@_FMT
+@_OUT
+@click.option("--explain", is_flag=True, help="Also list candidates excluded and why.")
+@click.pass_context
+@friendly_errors
+def solve_cmd(ctx, scenario_file, top, fmt, out, explain):
+    """The cheapest feasible fleet for a scenario, and ranked alternatives."""
+    from .report import ranked_rows, result_json, result_table, write_csv
+    from .scenario import load_scenario
+    from .solve import plan_scenario
+
+    sc = load_scenario(scenario_file)
+    res = plan_scenario(sc, _presets(ctx), top=top)
+    if fmt == "json":
+        d = result_json(res)
+        if explain:
+            d["excluded"] = {w: [{"candidate": c, "reason": r} for c, r in ex]
+                             for w, ex in res.excluded.items()}
+        click.echo(_dump(d))
+    else:
+        click.echo(result_table(res, top), nl=False)
+        if explain:
+            for w, ex in res.excluded.items():
+                click.echo(f"\nExcluded candidates for '{w}' ({len(ex)}):")
+                for c, r in ex:
+                    click.echo(f"  {c}: {r}")
+    if out:
+        write_csv(ranked_rows(res), out)
+    if not res.feasible:
+        if fmt == "json":
+            click.echo(f"no feasible plan: {res.reason}", err=True)
+        sys.exit(EXIT_INFEASIBLE)
+
+
+@main.command("compare")
+@click.argument("scenario_file", type=click.Path())
+@click.option("--by", type=click.Choice(["vendor", "gpu"]), default="vendor", show_default=True)
+@_FMT
+@_OUT
+@click.pass_context
+@friendly_errors
+def compare_cmd(ctx, scenario_file, by, fmt, out):
+    """The best plan for each vendor or GPU type, side by side."""
+    from .report import compare_json, compare_table, ranked_rows, write_csv
+    from .scenario import load_scenario
+    from .solve import compare
+
+    sc = load_scenario(scenario_file)
+    groups = compare(sc, by, _presets(ctx))
+    click.echo(_dump(compare_json(groups, by)) if fmt == "json" else compare_table(groups, by))
+    if out:
+        rows = []
+        for i, g in enumerate(groups):
+            for r in ranked_rows(g.result, {by: g.group, "group_rank": i + 1}):
+                rows.append(r)
+        write_csv(rows, out)
+    if not any(g.result.feasible for g in groups):
+        sys.exit(EXIT_INFEASIBLE)
+
+
+@main.command("sweep")
+@click.argument("scenario_file", type=click.Path())
+@click.option("--set", "sets", multiple=True, required=True,
+              help="KEY=V1,V2,... (repeatable), e.g. budget.max_usd=2e6,4e6 or workloads.chat.users=1000,2000")
+@_FMT
+@_OUT
+@click.pass_context
+@friendly_errors
+def sweep_cmd(ctx, scenario_file, sets, fmt, out):
+    """Rerun the solve for every combination of --set values; one row per combination."""
+    from .report import ranked_rows, result_json, write_csv
+    from .scenario import load_scenario
+    from .solve import parse_sets, plan_scenario, sweep_combinations
+
+    combos = sweep_combinations(parse_sets(sets))
+    results = []
+    for combo in combos:
+        sc = load_scenario(scenario_file, overrides=combo)
+        results.append((combo, plan_scenario(sc, _presets(ctx), top=1)))
+    if fmt == "json":
+        click.echo(_dump([{"set": c, **result_json(r)} for c, r in results]))
+    else:
+        keys = list(combos[0]) if combos else []
+        rows = []
+        for c, r in results:
+            if r.feasible:
+                p = r.plan
+                rows.append([*(c[k] for k in keys), "yes", p.label(), p.total_gpus,
+                             f"${p.cost_usd:,.0f}", f"${p.usd_per_million_tokens:,.2f}", ""])
+            else:
+                rows.append([*(c[k] for k in keys), "no", "-", "-", "-", "-", r.reason[:90]])
+        click.echo(tabulate(rows, headers=[*keys, "feasible", "fleet", "GPUs", "cost", "$/M tok", "why not"]))
+    if out:
+        rows = []
+        for c, r in results:
+            rows += ranked_rows(r, dict(c))
+        write_csv(rows, out)
+    if not any(r.feasible for _, r in results):
+        sys.exit(EXIT_INFEASIBLE)

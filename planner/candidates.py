@@ -1,0 +1,72 @@
+"""Every (GPU type, GPUs per replica, TP/PP/EP split) worth evaluating for a workload,
+and, for the explain mode, every one excluded with the rule that excluded it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from estimator import Accelerator, EstimatorError, Evaluator, LanguageModel, Parallel, check_split
+
+
+@dataclass(frozen=True)
+class Candidate:
+    gpu: Accelerator
+    parallel: Parallel
+
+    @property
+    def gpus(self) -> int:
+        return self.parallel.gpus_per_replica
+
+    def key(self) -> tuple:
+        p = self.parallel
+        return (self.gpu.name, p.tp * p.pp, p.tp, p.pp, p.ep, p.attention_dp)
+
+    def label(self) -> str:
+        return f"{self.gpus}x {self.gpu.name} {self.parallel.label()}"
+
+
+def _pow2_upto(n: int) -> list[int]:
+    out, k = [], 1
+    while k <= n:
+        out.append(k)
+        k *= 2
+    return out
+
+
+def splits(model: LanguageModel, gpus: int) -> list[Parallel]:
+    """Splits of one replica over ``gpus`` GPUs: TP×PP = gpus (powers of two), EP = TP for
+    MoE models (experts spread over the whole TP group) or 1, attention-DP for MLA models."""
+    out = []
+    for tp in _pow2_upto(gpus):
+        if gpus % tp:
+            continue
+        pp = gpus // tp
+        eps = [1] + ([tp] if model.is_moe and tp > 1 else [])
+        adps = [False] + ([True] if model.uses_mla and tp > 1 else [])
+        for ep in eps:
+            for adp in adps:
+                out.append(Parallel(tp=tp, pp=pp, ep=ep, attention_dp=adp))
+    return out
+
+
+def enumerate_candidates(model: LanguageModel, gpus: list[Accelerator], max_gpus: int,
+                         weights: str, kv: str, engine: str
+                         ) -> tuple[list[tuple[Candidate, Evaluator]], list[tuple[str, str]]]:
+    """Valid candidates with their prepared evaluators, and excluded ones with the reason."""
+    ok: list[tuple[Candidate, Evaluator]] = []
+    excluded: list[tuple[str, str]] = []
+    for gpu in gpus:
+        for n in _pow2_upto(max_gpus):
+            for par in splits(model, n):
+                cand = Candidate(gpu, par)
+                try:
+                    check_split(model, par)
+                    ev = Evaluator(model, gpu, par, weights, kv, engine)
+                except EstimatorError as e:
+                    excluded.append((cand.label(), str(e)))
+                    continue
+                if ev.weight_bytes > ev.capacity * ev.engine.fraction:
+                    excluded.append((cand.label(), "weights alone exceed usable memory"))
+                    continue
+                ok.append((cand, ev))
+    return ok, excluded

@@ -1,0 +1,105 @@
+"""OR-Tools CP-SAT: integer replicas per candidate, cheapest fleet that covers every workload.
+
+Deterministic: one search worker and a fixed seed, and options arrive in a stable order, so
+the same scenario gives byte-identical output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+TIE_SCALE = 1000  # objective = dollars × 1000 + GPUs: equal cost prefers fewer GPUs
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to serve one workload: a candidate replica and what it costs and holds."""
+
+    workload: str
+    gpu: str
+    vendor: str
+    gpus: int  # per replica
+    capacity: int  # demand units per replica
+    cost: int  # whole USD per replica over the horizon
+    power_w: int  # facility watts per replica
+    key: tuple  # stable identity for ordering and exclusion
+
+
+@dataclass(frozen=True)
+class Limits:
+    single_type: bool = False
+    available: dict[str, int] | None = None
+    max_usd: float | None = None
+    max_power_kw: float | None = None
+
+
+@dataclass(frozen=True)
+class Solution:
+    replicas: dict[int, int]  # option index -> replicas (non-zero only)
+    gpus_by_type: dict[str, int]
+    cost: int
+    gpus: int
+    optimal: bool
+
+
+def solve(options: list[Option], required: dict[str, int], limits: Limits,
+          exclude: list[dict[str, int]] | None = None, time_limit_s: float = 20.0) -> Solution | None:
+    """Cheapest integer replica counts covering ``required`` units per workload, or None."""
+    m = cp_model.CpModel()
+    x = []
+    for i, o in enumerate(options):
+        ub = -(-required[o.workload] // o.capacity)
+        if limits.available and o.gpu in limits.available:
+            ub = min(ub, limits.available[o.gpu] // o.gpus)
+        x.append(m.NewIntVar(0, max(ub, 0), f"x{i}"))
+    for w, need in required.items():
+        idx = [i for i, o in enumerate(options) if o.workload == w]
+        if not idx:
+            return None
+        m.Add(sum(options[i].capacity * x[i] for i in idx) >= need)
+    types = sorted({o.gpu for o in options})
+    if limits.available:
+        for g in types:
+            if g in limits.available:
+                m.Add(sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g)
+                      <= limits.available[g])
+    if limits.single_type:
+        use = {g: m.NewBoolVar(f"use_{g}") for g in types}
+        for i, o in enumerate(options):
+            m.Add(x[i] == 0).OnlyEnforceIf(use[o.gpu].Not())
+        m.AddExactlyOne(use.values())
+    if limits.max_usd is not None:
+        m.Add(sum(o.cost * x[i] for i, o in enumerate(options)) <= int(limits.max_usd))
+    if limits.max_power_kw is not None:
+        m.Add(sum(o.power_w * x[i] for i, o in enumerate(options)) <= int(limits.max_power_kw * 1000))
+    if exclude:
+        counts = {g: sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g) for g in types}
+        for prev in exclude:
+            _forbid(m, counts, prev)
+    m.Minimize(sum((o.cost * TIE_SCALE + o.gpus) * x[i] for i, o in enumerate(options)))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_time_in_seconds = time_limit_s
+    status = solver.Solve(m)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    reps = {i: int(solver.Value(v)) for i, v in enumerate(x) if solver.Value(v) > 0}
+    by_type: dict[str, int] = {}
+    for i, n in reps.items():
+        by_type[options[i].gpu] = by_type.get(options[i].gpu, 0) + options[i].gpus * n
+    return Solution(reps, by_type, sum(options[i].cost * n for i, n in reps.items()),
+                    sum(options[i].gpus * n for i, n in reps.items()), status == cp_model.OPTIMAL)
+
+
+def _forbid(m: cp_model.CpModel, counts: dict, prev: dict[str, int]) -> None:
+    """A distinct fleet: at least one GPU type is bought in a different number than ``prev``."""
+    diffs = []
+    for g, n in counts.items():
+        same = m.NewBoolVar(f"same_{g}")
+        m.Add(n == prev.get(g, 0)).OnlyEnforceIf(same)
+        m.Add(n != prev.get(g, 0)).OnlyEnforceIf(same.Not())
+        diffs.append(same.Not())
+    m.AddBoolOr(diffs)

@@ -1,0 +1,209 @@
+"""Scenario files: YAML validated by pydantic; errors name the file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from estimator.errors import EstimatorError
+from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
+from estimator.memory import ENGINES
+
+
+class ScenarioError(EstimatorError):
+    """Bad scenario input (exit code 2)."""
+
+
+class LLMWorkload(BaseModel):
+    """A language-model chat/agent workload sized in seats (concurrent sessions)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1)
+    kind: Literal["llm"] = "llm"
+    model: str = Field(description="preset name/alias, or a path to a local config.json")
+    weights: str = "bf16"
+    kv_cache: str = "bf16"
+    engine: str = "vllm"
+    users: float = Field(gt=0, description="people (worker-equivalents)")
+    hours_per_person: float = Field(gt=0, le=24, description="hours a day a person drives a session")
+    utilisation: float = Field(gt=0, le=1, description="usable share of round-the-clock capacity")
+    input_tokens: int = Field(ge=1)
+    output_tokens: int = Field(ge=1)
+    ttft_s: float | None = Field(None, gt=0, description="time-to-first-token target")
+    ttft_percentile: float = Field(90, gt=0, lt=100)
+    tokens_per_s: float | None = Field(None, gt=0, description="per-user decode speed target")
+
+    @field_validator("weights")
+    @classmethod
+    def _w(cls, v: str) -> str:
+        if v.lower() not in WEIGHT_FORMATS:
+            raise ValueError(f"unknown weight format '{v}'; use one of {', '.join(WEIGHT_FORMATS)}")
+        return v.lower()
+
+    @field_validator("kv_cache")
+    @classmethod
+    def _kv(cls, v: str) -> str:
+        if v.lower() not in KV_FORMATS:
+            raise ValueError(f"unknown KV format '{v}'; use one of {', '.join(KV_FORMATS)}")
+        return v.lower()
+
+    @field_validator("engine")
+    @classmethod
+    def _e(cls, v: str) -> str:
+        if v.lower() not in ENGINES:
+            raise ValueError(f"unknown engine '{v}'; use one of {', '.join(ENGINES)}")
+        return v.lower()
+
+
+def _kind(v: Any) -> str:
+    return (v.get("kind") or "llm") if isinstance(v, dict) else getattr(v, "kind", "llm")
+
+
+# Other families (images/s, audio streams, docs/s, ...) join this union with their own `kind`;
+# a workload without `kind` is a language model.
+Workload = Annotated[Union[Annotated[LLMWorkload, Tag("llm")]], Discriminator(_kind)]  # noqa: UP007
+
+
+class Fleet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    gpus: list[str] | None = None  # allowed GPU types (default: the whole catalogue)
+    vendors: list[Literal["nvidia", "amd", "intel"]] | None = None
+    single_type: bool = False
+    max_gpus_per_replica: int = Field(16, ge=1)
+    available: dict[str, int] = {}  # GPUs obtainable per type
+
+    @field_validator("available")
+    @classmethod
+    def _nonneg(cls, v: dict[str, int]) -> dict[str, int]:
+        for k, n in v.items():
+            if n < 0:
+                raise ValueError(f"available[{k}] must be >= 0")
+        return v
+
+
+class Cost(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    basis: Literal["purchase", "rental"] = "purchase"
+    years: float = Field(3, gt=0, description="horizon: purchase is paid off over it")
+    electricity_usd_per_kwh: float = Field(0.10, ge=0)
+    pue: float = Field(1.3, ge=1)
+    cost_of_capital: float = Field(0.08, ge=0, description="annual rate on the capex")
+    hosting_usd_per_kw_month: float = Field(
+        0.0, ge=0, description="colocation/facility cost per kW of IT load per month (0: not included)")
+
+
+class Budget(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_usd: float | None = Field(None, gt=0, description="on the chosen basis, over the horizon")
+    max_power_kw: float | None = Field(None, gt=0)
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = "scenario"
+    workloads: list[Workload] = Field(min_length=1)
+    fleet: Fleet = Fleet()
+    cost: Cost = Cost()
+    budget: Budget = Budget()
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Scenario:
+        names = [w.name for w in self.workloads]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"workload names must be unique; repeated: {', '.join(dup)}")
+        return self
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """1-based line of the YAML node at a pydantic error location (best effort)."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
+            if nxt is None:
+                break
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+        else:
+            continue  # discriminator tags ('llm') and the like are not in the file
+        line = node.start_mark.line + 1
+    return line
+
+
+def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:
+    """Read and validate a scenario file. ``overrides`` applies dotted-key values first."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ScenarioError(f"cannot read scenario {p}: {e.strerror}") from None
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        m = e.problem_mark
+        where = f"{p}:{m.line + 1}" if m else str(p)
+        raise ScenarioError(f"{where}: malformed YAML: {e.problem}") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{p}: a scenario must be a mapping with at least 'workloads'")
+    if overrides:
+        data = apply_overrides(data, overrides, p)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            loc = err["loc"]
+            key = ".".join(str(x) for x in loc)
+            line = _line_of(node, loc)
+            where = f"{p}:{line}" if line else str(p)
+            lines.append(f"{where}: {key}: {err['msg']}")
+        raise ScenarioError("invalid scenario\n" + "\n".join(lines)) from None
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Set dotted keys (``budget.max_usd``, ``workloads.chat.users``): a list element is
+    addressed by its ``name`` or index."""
+    import copy
+
+    data = copy.deepcopy(data)
+    for dotted, value in overrides.items():
+        parts = dotted.split(".")
+        cur: Any = data
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if isinstance(cur, list):
+                idx = next((j for j, it in enumerate(cur)
+                            if isinstance(it, dict) and it.get("name") == part), None)
+                if idx is None and part.isdigit() and int(part) < len(cur):
+                    idx = int(part)
+                if idx is None:
+                    names = [it.get("name") for it in cur if isinstance(it, dict)]
+                    raise ScenarioError(f"{path}: --set {dotted}: no list item named '{part}' "
+                                        f"(have: {', '.join(map(str, names))})")
+                if last:
+                    cur[idx] = value
+                else:
+                    cur = cur[idx]
+            elif isinstance(cur, dict):
+                if last:
+                    cur[part] = value
+                else:
+                    cur = cur.setdefault(part, {})
+            else:
+                raise ScenarioError(f"{path}: --set {dotted}: '{part}' is not inside a mapping")
+    return data

@@ -1,0 +1,371 @@
+"""Scenario -> cheapest feasible fleet, ranked alternatives, vendor/GPU comparisons, sweeps.
+
+Functions a notebook user calls directly; the CLI only formats what they return.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+from estimator import Accelerator, LanguageModel, get_gpu, get_model, gpu_catalog
+
+from .candidates import Candidate, enumerate_candidates
+from .capacity import Capacity, llm_capacity, operating_point
+from .costs import GpuCost, gpu_cost
+from .demand import Demand, demand_of
+from .optimize import Limits, Option, solve
+from .scenario import LLMWorkload, Scenario, ScenarioError
+
+SECONDS_PER_YEAR = 365 * 86400
+
+
+@dataclass
+class Assignment:
+    workload: str
+    model: str
+    gpu: str
+    vendor: str
+    gpus_per_replica: int
+    tp: int
+    pp: int
+    ep: int
+    attention_dp: bool
+    replicas: int
+    seats_needed: int
+    seats_served: int
+    seats_per_replica: int
+    load_per_replica: int
+    ttft_s: float
+    ttft_target_s: float | None
+    ttft_percentile: float
+    tokens_per_s: float
+    tokens_per_s_target: float | None
+    ttft_headroom_pct: float | None
+    tokens_per_s_headroom_pct: float | None
+    seats_headroom_pct: float
+    binding: str
+    bottleneck: str
+    output_tokens_per_year: float
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_replica * self.replicas
+
+    def split(self) -> str:
+        s = f"TP{self.tp}"
+        s += f" PP{self.pp}" if self.pp > 1 else ""
+        s += f" EP{self.ep}" if self.ep > 1 else ""
+        return s + (" attn-DP" if self.attention_dp else "")
+
+
+@dataclass
+class Plan:
+    assignments: list[Assignment]
+    total_gpus: int
+    gpus_by_type: dict[str, int]
+    cost_usd: float  # over the horizon, on the scenario's basis
+    cost_per_year_usd: float
+    capex_usd: float
+    power_kw: float
+    usd_per_million_tokens: float
+    optimal: bool
+
+    def label(self) -> str:
+        return " + ".join(f"{n}x {g}" for g, n in self.gpus_by_type.items())
+
+
+@dataclass
+class PlanResult:
+    scenario: str
+    basis: str
+    years: float
+    feasible: bool
+    demands: dict[str, Demand]
+    plan: Plan | None
+    alternatives: list[Plan] = field(default_factory=list)
+    per_gpu_best: list[Plan] = field(default_factory=list)
+    reason: str = ""
+    notes: list[str] = field(default_factory=list)
+    excluded: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+
+@dataclass
+class _Option:
+    """Internal: an optimiser option with what we need to report it."""
+
+    opt: Option
+    cand: Candidate
+    cap: Capacity
+    workload: LLMWorkload
+    ev: object
+
+
+class Planner:
+    """Prepared search space for one scenario (models, GPUs, capacities, costs)."""
+
+    def __init__(self, sc: Scenario, presets: tuple[str, ...] = ()):
+        self.sc, self.presets = sc, presets
+        self.notes: list[str] = []
+        self.models: dict[str, LanguageModel] = {w.name: get_model(w.model, presets) for w in sc.workloads}
+        self.gpus = self._allowed_gpus()
+        self.costs: dict[str, GpuCost] = {}
+        for g in list(self.gpus):
+            c = gpu_cost(g, sc.cost)
+            if c is None:
+                self.notes.append(f"{g.name}: no {'rental' if sc.cost.basis == 'rental' else 'purchase'} "
+                                  "price in its preset, left out")
+                self.gpus.remove(g)
+            else:
+                self.costs[g.name] = c
+        self.demands = {w.name: demand_of(w) for w in sc.workloads}
+        self.options: list[_Option] = []
+        self.excluded: dict[str, list[tuple[str, str]]] = {}
+        self.best_seen: dict[str, list[tuple[Candidate, Capacity]]] = {}
+        for w in sc.workloads:
+            self._add_workload(w)
+
+    def _allowed_gpus(self) -> list[Accelerator]:
+        f = self.sc.fleet
+        cat = gpu_catalog(self.presets)
+        names = [cat.resolve_name(n) for n in f.gpus] if f.gpus else cat.names()
+        avail = {cat.resolve_name(k): v for k, v in f.available.items()}
+        out = []
+        for n in sorted(set(names)):
+            g = get_gpu(n, self.presets)
+            if f.vendors and g.vendor not in f.vendors:
+                continue
+            if n in avail and avail[n] == 0:
+                continue
+            out.append(g)
+        self.available = avail
+        if not out:
+            raise ScenarioError("fleet: no GPU type is allowed by fleet.gpus, fleet.vendors and "
+                                "fleet.available together")
+        return out
+
+    def _add_workload(self, w: LLMWorkload) -> None:
+        model = self.models[w.name]
+        cands, excluded = enumerate_candidates(model, self.gpus, self.sc.fleet.max_gpus_per_replica,
+                                               w.weights, w.kv_cache, w.engine)
+        self.excluded[w.name] = excluded
+        seen: list[tuple[Candidate, Capacity]] = []
+        best: dict[tuple[str, int], tuple[int, _Option]] = {}
+        for cand, ev in cands:
+            cap = llm_capacity(ev, w)
+            seen.append((cand, cap))
+            if cap.units < 1:
+                continue
+            c = self.costs[cand.gpu.name]
+            opt = Option(w.name, cand.gpu.name, cand.gpu.vendor, cand.gpus, cap.units,
+                         int(math.ceil(c.horizon * cand.gpus)),
+                         int(math.ceil(c.power_kw * 1000 * cand.gpus)), cand.key())
+            o = _Option(opt, cand, cap, w, ev)
+            k = (cand.gpu.name, cand.gpus)
+            if k not in best or cap.units > best[k][0]:  # same type and size: keep the best split
+                best[k] = (cap.units, o)
+        self.best_seen[w.name] = seen
+        kept = sorted(best.values(), key=lambda t: t[1].opt.key)
+        # drop options dominated within a GPU type: no more seats for at least as many GPUs
+        for units, o in kept:
+            dominated = any(u2 >= units and o2.opt.gpus <= o.opt.gpus and o2 is not o
+                            and o2.opt.gpu == o.opt.gpu and (u2 > units or o2.opt.gpus < o.opt.gpus)
+                            for u2, o2 in kept)
+            if not dominated:
+                self.options.append(o)
+
+    # ---- solving --------------------------------------------------------------------
+    def limits(self, single_type: bool | None = None) -> Limits:
+        b = self.sc.budget
+        return Limits(single_type=self.sc.fleet.single_type if single_type is None else single_type,
+                      available=self.available or None, max_usd=b.max_usd, max_power_kw=b.max_power_kw)
+
+    def required(self) -> dict[str, int]:
+        return {n: d.required for n, d in self.demands.items()}
+
+    def run(self, options: list[_Option], limits: Limits, exclude=None):
+        sol = solve([o.opt for o in options], self.required(), limits, exclude)
+        return sol
+
+    def to_plan(self, options: list[_Option], sol) -> Plan:
+        by_w: dict[str, list[tuple[_Option, int]]] = {}
+        for i, n in sorted(sol.replicas.items()):
+            by_w.setdefault(options[i].opt.workload, []).append((options[i], n))
+        assignments = []
+        for w in self.sc.workloads:
+            rows = by_w.get(w.name, [])
+            served = sum(o.cap.units * n for o, n in rows)
+            need = self.demands[w.name].required
+            for o, n in rows:
+                share = o.cap.units * n / served
+                load = max(1, math.ceil(need * share / n))  # spread in proportion to capacity
+                op = operating_point(o.ev, w, min(load, o.cap.units))
+                p = o.cand.parallel
+                cycle = op.ttft_mean_s + (w.output_tokens - 1) / op.tokens_per_s
+                active_sessions = w.users * w.hours_per_person / 24.0 * share
+                tokens_year = active_sessions * w.output_tokens / cycle * SECONDS_PER_YEAR
+                assignments.append(Assignment(
+                    workload=w.name, model=self.models[w.name].name, gpu=o.cand.gpu.name,
+                    vendor=o.cand.gpu.vendor, gpus_per_replica=o.cand.gpus, tp=p.tp, pp=p.pp,
+                    ep=p.ep, attention_dp=p.attention_dp, replicas=n, seats_needed=need,
+                    seats_served=o.cap.units * n, seats_per_replica=o.cap.units,
+                    load_per_replica=load, ttft_s=op.ttft_s, ttft_target_s=w.ttft_s,
+                    ttft_percentile=w.ttft_percentile, tokens_per_s=op.tokens_per_s,
+                    tokens_per_s_target=w.tokens_per_s,
+                    ttft_headroom_pct=(100 * (w.ttft_s / op.ttft_s - 1)) if w.ttft_s else None,
+                    tokens_per_s_headroom_pct=(100 * (op.tokens_per_s / w.tokens_per_s - 1))
+                    if w.tokens_per_s else None,
+                    seats_headroom_pct=100 * (served / need - 1) if len(rows) == 1 else
+                    100 * (served / need - 1),
+                    binding=o.cap.binding, bottleneck=op.bottleneck, output_tokens_per_year=tokens_year))
+        by_type: dict[str, int] = {}
+        for a in assignments:
+            by_type[a.gpu] = by_type.get(a.gpu, 0) + a.gpus
+        by_type = dict(sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0])))
+        per_year = sum(self.costs[g].per_year * n for g, n in by_type.items())
+        capex = sum(self.costs[g].capex * n for g, n in by_type.items())
+        power = sum(self.costs[g].power_kw * n for g, n in by_type.items())
+        tokens = sum(a.output_tokens_per_year for a in assignments)
+        return Plan(assignments, sum(by_type.values()), by_type,
+                    cost_usd=per_year * self.sc.cost.years, cost_per_year_usd=per_year,
+                    capex_usd=capex, power_kw=power,
+                    usd_per_million_tokens=per_year / (tokens / 1e6) if tokens else float("inf"),
+                    optimal=sol.optimal)
+
+    def diagnose(self) -> str:
+        """Why no plan exists: the binding target and the nearest miss, or the limit."""
+        for w in self.sc.workloads:
+            if any(o.opt.workload == w.name for o in self.options):
+                continue
+            seen = self.best_seen.get(w.name, [])
+            fits = [(c, cap) for c, cap in seen if cap.max_batch_memory >= 1]
+            if not fits:
+                n = self.sc.fleet.max_gpus_per_replica
+                return (f"workload '{w.name}': {self.models[w.name].name} does not fit in memory on any "
+                        f"allowed GPU with up to {n} GPUs per replica (fleet.max_gpus_per_replica); "
+                        "allow more GPUs per replica, larger GPUs, or smaller weight/KV formats")
+            msgs = []
+            if w.tokens_per_s:
+                c, cap = max(fits, key=lambda t: t[1].best_tokens_per_s)
+                if cap.best_tokens_per_s < w.tokens_per_s:
+                    msgs.append(f"no plan meets {w.tokens_per_s:g} tokens/s per user: the fastest "
+                                f"candidate, {c.label()}, reaches {cap.best_tokens_per_s:.1f} tokens/s "
+                                f"({100 * (1 - cap.best_tokens_per_s / w.tokens_per_s):.0f}% short)")
+            if w.ttft_s:
+                c, cap = min(fits, key=lambda t: t[1].best_ttft_s)
+                if cap.best_ttft_s > w.ttft_s:
+                    msgs.append(f"no plan meets TTFT {w.ttft_s:g} s (p{w.ttft_percentile:g}): the "
+                                f"fastest candidate, {c.label()}, reaches {cap.best_ttft_s:.2f} s")
+            if not msgs:
+                msgs.append("no single candidate meets TTFT and tokens/s together")
+            return f"workload '{w.name}': " + "; ".join(msgs)
+        # every workload has options: a fleet limit binds
+        relaxed = self.run(self.options, Limits(single_type=self.sc.fleet.single_type))
+        if relaxed is None:
+            return "no single GPU type serves every workload (fleet.single_type: true)"
+        plan = self.to_plan(self.options, relaxed)
+        b = self.sc.budget
+        parts = []
+        if b.max_usd is not None and plan.cost_usd > b.max_usd:
+            parts.append(f"budget ${b.max_usd:,.0f} is short by ${plan.cost_usd - b.max_usd:,.0f}: "
+                         f"the cheapest feasible plan ({plan.label()}) costs ${plan.cost_usd:,.0f}")
+        if b.max_power_kw is not None and plan.power_kw > b.max_power_kw:
+            parts.append(f"power cap {b.max_power_kw:g} kW is short by "
+                         f"{plan.power_kw - b.max_power_kw:.1f} kW: the cheapest plan draws {plan.power_kw:.1f} kW")
+        for g, n in plan.gpus_by_type.items():
+            if g in self.available and n > self.available[g]:
+                parts.append(f"the cheapest plan needs {n} {g}, {self.available[g]} available")
+        return "; ".join(parts) or ("the fleet limits together (budget, power, inventory, single "
+                                    f"type) exclude every plan; unconstrained best: {plan.label()} "
+                                    f"at ${plan.cost_usd:,.0f}")
+
+
+def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> PlanResult:
+    """The recommendation, the best plan per GPU type, and the next-best distinct fleets."""
+    pl = Planner(sc, presets)
+    res = PlanResult(sc.name, sc.cost.basis, sc.cost.years, False, pl.demands, None,
+                     notes=pl.notes, excluded=pl.excluded)
+    sol = pl.run(pl.options, pl.limits())
+    if sol is None:
+        res.reason = pl.diagnose()
+        return res
+    res.feasible, res.plan = True, pl.to_plan(pl.options, sol)
+    # best per GPU type (all workloads on that type), cheapest first
+    for g in sorted({o.opt.gpu for o in pl.options}):
+        sub = [o for o in pl.options if o.opt.gpu == g]
+        s = pl.run(sub, pl.limits(single_type=False))
+        if s is not None:
+            res.per_gpu_best.append(pl.to_plan(sub, s))
+    res.per_gpu_best.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
+    # next-best distinct fleets
+    seen = [sol.gpus_by_type]
+    for _ in range(max(0, top - 1)):
+        s = pl.run(pl.options, pl.limits(), exclude=seen)
+        if s is None:
+            break
+        seen.append(s.gpus_by_type)
+        res.alternatives.append(pl.to_plan(pl.options, s))
+    return res
+
+
+@dataclass
+class GroupResult:
+    group: str
+    result: PlanResult
+
+
+def compare(sc: Scenario, by: str, presets: tuple[str, ...] = ()) -> list[GroupResult]:
+    """The best plan for each vendor or each GPU type, side by side."""
+    pl_all = Planner(sc, presets)
+    if by == "vendor":
+        groups = sorted({g.vendor for g in pl_all.gpus})
+        make = lambda v: sc.model_copy(update={"fleet": sc.fleet.model_copy(update={"vendors": [v]})})  # noqa: E731
+    elif by == "gpu":
+        groups = sorted(g.name for g in pl_all.gpus)
+        make = lambda g: sc.model_copy(update={"fleet": sc.fleet.model_copy(update={"gpus": [g]})})  # noqa: E731
+    else:
+        raise ScenarioError(f"--by must be 'vendor' or 'gpu', not '{by}'")
+    out = []
+    for g in groups:
+        try:
+            r = plan_scenario(make(g), presets, top=1)
+        except ScenarioError as e:
+            r = PlanResult(sc.name, sc.cost.basis, sc.cost.years, False, pl_all.demands, None, reason=str(e))
+        out.append(GroupResult(g, r))
+    out.sort(key=lambda gr: (not gr.result.feasible,
+                             gr.result.plan.cost_usd if gr.result.plan else 0.0, gr.group))
+    return out
+
+
+def parse_value(text: str):
+    t = text.strip()
+    low = t.lower()
+    if low in ("null", "none", "~"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(t)
+        except ValueError:
+            pass
+    return t
+
+
+def parse_sets(sets: tuple[str, ...]) -> list[tuple[str, list]]:
+    out = []
+    for s in sets:
+        if "=" not in s:
+            raise ScenarioError(f"--set expects KEY=V1,V2,... , got '{s}'")
+        k, v = s.split("=", 1)
+        vals = [parse_value(x) for x in v.split(",") if x.strip()]
+        if not k.strip() or not vals:
+            raise ScenarioError(f"--set expects KEY=V1,V2,... , got '{s}'")
+        out.append((k.strip(), vals))
+    return out
+
+
+def sweep_combinations(sets: list[tuple[str, list]]) -> list[dict]:
+    keys = [k for k, _ in sets]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*[v for _, v in sets])]
