@@ -28,12 +28,30 @@ class Engine:
 # TensorRT-LLM's max_batch_size defaults to 2048; SGLang sizes max_running_requests from
 # memory, and we cap it like vLLM.
 ENGINES: dict[str, Engine] = {
-    "vllm": Engine("vllm", 0.90, "total", 8192, 1024,
-                   "vLLM: gpu_memory_utilization=0.9 of total memory; max_num_batched_tokens=8192"),
-    "sglang": Engine("sglang", 0.88, "total", 8192, 1024,
-                     "SGLang: mem_fraction_static~0.88 of total memory; chunked_prefill_size=8192"),
-    "trtllm": Engine("trtllm", 0.90, "free", 8192, 2048,
-                     "TensorRT-LLM: free_gpu_memory_fraction=0.9 of memory free after weights"),
+    "vllm": Engine(
+        "vllm",
+        0.90,
+        "total",
+        8192,
+        1024,
+        "vLLM: gpu_memory_utilization=0.9 of total memory; max_num_batched_tokens=8192",
+    ),
+    "sglang": Engine(
+        "sglang",
+        0.88,
+        "total",
+        8192,
+        1024,
+        "SGLang: mem_fraction_static~0.88 of total memory; chunked_prefill_size=8192",
+    ),
+    "trtllm": Engine(
+        "trtllm",
+        0.90,
+        "free",
+        8192,
+        2048,
+        "TensorRT-LLM: free_gpu_memory_fraction=0.9 of memory free after weights",
+    ),
 }
 
 

@@ -44,8 +44,9 @@ class ServingPoint:
     kv_gb: Any
 
 
-def serving_point(ev: Evaluator, batch, input_tokens: int, output_tokens: int,
-                  percentile: float = 90.0) -> ServingPoint:
+def serving_point(
+    ev: Evaluator, batch, input_tokens: int, output_tokens: int, percentile: float = 90.0
+) -> ServingPoint:
     b = np.asarray(batch, float)
     dec = ev.decode_step(b, input_tokens + output_tokens / 2)
     one = ev.prefill(1, input_tokens)
@@ -65,7 +66,14 @@ def serving_point(ev: Evaluator, batch, input_tokens: int, output_tokens: int,
     cycle = ttft_mean + (output_tokens - 1) * tpot
     fits = b <= min(int(ev.max_batch(input_tokens + output_tokens)), ev.engine.max_num_seqs)
     return ServingPoint(
-        batch=b, fits=fits, tpot_s=tpot, per_user_tokens_per_s=1.0 / tpot,
-        output_tokens_per_s=b * output_tokens / cycle, ttft_mean_s=ttft_mean, ttft_pct_s=ttft_pct,
-        prefill_share=rho, bottleneck=dec.bottleneck(),
-        kv_gb=ev.kv_bytes_per_gpu(b, input_tokens + output_tokens) / 1e9)
+        batch=b,
+        fits=fits,
+        tpot_s=tpot,
+        per_user_tokens_per_s=1.0 / tpot,
+        output_tokens_per_s=b * output_tokens / cycle,
+        ttft_mean_s=ttft_mean,
+        ttft_pct_s=ttft_pct,
+        prefill_share=rho,
+        bottleneck=dec.bottleneck(),
+        kv_gb=ev.kv_bytes_per_gpu(b, input_tokens + output_tokens) / 1e9,
+    )

@@ -49,9 +49,9 @@ def splits(model: LanguageModel, gpus: int) -> list[Parallel]:
     return out
 
 
-def enumerate_candidates(model: LanguageModel, gpus: list[Accelerator], max_gpus: int,
-                         weights: str, kv: str, engine: str
-                         ) -> tuple[list[tuple[Candidate, Evaluator]], list[tuple[str, str]]]:
+def enumerate_candidates(
+    model: LanguageModel, gpus: list[Accelerator], max_gpus: int, weights: str, kv: str, engine: str
+) -> tuple[list[tuple[Candidate, Evaluator]], list[tuple[str, str]]]:
     """Valid candidates with their prepared evaluators, and excluded ones with the reason."""
     ok: list[tuple[Candidate, Evaluator]] = []
     excluded: list[tuple[str, str]] = []

@@ -55,13 +55,21 @@ def llm_capacity(ev: Evaluator, w: LLMWorkload) -> Capacity:
         binding = "tokens_per_s"
     else:
         binding = "ttft"
-    return Capacity(units, binding, float(sp.ttft_pct_s[0]), float(sp.per_user_tokens_per_s[0]),
-                    mem_max)
+    return Capacity(
+        units, binding, float(sp.ttft_pct_s[0]), float(sp.per_user_tokens_per_s[0]), mem_max
+    )
 
 
 def operating_point(ev: Evaluator, w: LLMWorkload, batch: int) -> OperatingPoint:
-    sp = serving_point(ev, np.array([max(batch, 1)]), w.input_tokens, w.output_tokens,
-                       w.ttft_percentile)
-    return OperatingPoint(int(batch), float(sp.ttft_pct_s[0]), float(sp.ttft_mean_s[0]),
-                          float(sp.per_user_tokens_per_s[0]), float(sp.output_tokens_per_s[0]),
-                          str(sp.bottleneck[0]), float(sp.kv_gb[0]))
+    sp = serving_point(
+        ev, np.array([max(batch, 1)]), w.input_tokens, w.output_tokens, w.ttft_percentile
+    )
+    return OperatingPoint(
+        int(batch),
+        float(sp.ttft_pct_s[0]),
+        float(sp.ttft_mean_s[0]),
+        float(sp.per_user_tokens_per_s[0]),
+        float(sp.output_tokens_per_s[0]),
+        str(sp.bottleneck[0]),
+        float(sp.kv_gb[0]),
+    )

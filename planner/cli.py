@@ -404,15 +404,23 @@ def _scenario_errors(fn):
     return friendly_errors(fn)
 
 
-_OUT = click.option("--out", type=click.Path(dir_okay=False), help="Write a ranked CSV (atomically).")
-_FMT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-                    show_default=True)
+_OUT = click.option(
+    "--out", type=click.Path(dir_okay=False), help="Write a ranked CSV (atomically)."
+)
+_FMT = click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 
 
 @main.command("solve")
 @click.argument("scenario_file", type=click.Path())
-@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Plans to rank: the recommendation and the next-best distinct fleets.")
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Plans to rank: the recommendation and the next-best distinct fleets.",
+)
 @_FMT
 @_OUT
 @click.option("--explain", is_flag=True, help="Also list candidates excluded and why.")
@@ -429,8 +437,9 @@ def solve_cmd(ctx, scenario_file, top, fmt, out, explain):
     if fmt == "json":
         d = result_json(res)
         if explain:
-            d["excluded"] = {w: [{"candidate": c, "reason": r} for c, r in ex]
-                             for w, ex in res.excluded.items()}
+            d["excluded"] = {
+                w: [{"candidate": c, "reason": r} for c, r in ex] for w, ex in res.excluded.items()
+            }
         click.echo(_dump(d))
     else:
         click.echo(result_table(res, top), nl=False)
@@ -475,8 +484,14 @@ def compare_cmd(ctx, scenario_file, by, fmt, out):
 
 @main.command("sweep")
 @click.argument("scenario_file", type=click.Path())
-@click.option("--set", "sets", multiple=True, required=True,
-              help="KEY=V1,V2,... (repeatable), e.g. budget.max_usd=2e6,4e6 or workloads.chat.users=1000,2000")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    required=True,
+    help="KEY=V1,V2,... (repeatable), e.g. budget.max_usd=2e6,4e6 or "
+    "workloads.chat.users=1000,2000",
+)
 @_FMT
 @_OUT
 @click.pass_context
@@ -500,11 +515,24 @@ def sweep_cmd(ctx, scenario_file, sets, fmt, out):
         for c, r in results:
             if r.feasible:
                 p = r.plan
-                rows.append([*(c[k] for k in keys), "yes", p.label(), p.total_gpus,
-                             f"${p.cost_usd:,.0f}", f"${p.usd_per_million_tokens:,.2f}", ""])
+                rows.append(
+                    [
+                        *(c[k] for k in keys),
+                        "yes",
+                        p.label(),
+                        p.total_gpus,
+                        f"${p.cost_usd:,.0f}",
+                        f"${p.usd_per_million_tokens:,.2f}",
+                        "",
+                    ]
+                )
             else:
                 rows.append([*(c[k] for k in keys), "no", "-", "-", "-", "-", r.reason[:90]])
-        click.echo(tabulate(rows, headers=[*keys, "feasible", "fleet", "GPUs", "cost", "$/M tok", "why not"]))
+        click.echo(
+            tabulate(
+                rows, headers=[*keys, "feasible", "fleet", "GPUs", "cost", "$/M tok", "why not"]
+            )
+        )
     if out:
         rows = []
         for c, r in results:

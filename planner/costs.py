@@ -43,12 +43,26 @@ def gpu_cost(gpu: Accelerator, cost: Cost) -> GpuCost | None:
         if not gpu.rental_usd_per_hour:
             return None
         per_year = gpu.rental_usd_per_hour * HOURS_PER_YEAR
-        return GpuCost(gpu.name, per_year, per_year * cost.years, 0.0, 0.0, kw,
-                       f"rental ${gpu.rental_usd_per_hour:g}/GPU-h (energy included)")
+        return GpuCost(
+            gpu.name,
+            per_year,
+            per_year * cost.years,
+            0.0,
+            0.0,
+            kw,
+            f"rental ${gpu.rental_usd_per_hour:g}/GPU-h (energy included)",
+        )
     if not gpu.price_usd:
         return None
     annuity = gpu.price_usd * capital_recovery(cost.cost_of_capital, cost.years)
     per_year = annuity + energy + hosting
-    return GpuCost(gpu.name, per_year, per_year * cost.years, gpu.price_usd, energy, kw,
-                   f"capex ${gpu.price_usd:,.0f} at {cost.cost_of_capital:.0%} over "
-                   f"{cost.years:g} y + energy {kw:.2f} kW at ${cost.electricity_usd_per_kwh:g}/kWh")
+    return GpuCost(
+        gpu.name,
+        per_year,
+        per_year * cost.years,
+        gpu.price_usd,
+        energy,
+        kw,
+        f"capex ${gpu.price_usd:,.0f} at {cost.cost_of_capital:.0%} over "
+        f"{cost.years:g} y + energy {kw:.2f} kW at ${cost.electricity_usd_per_kwh:g}/kWh",
+    )

@@ -28,6 +28,8 @@ def seats(users: float, hours_per_person: float, utilisation: float) -> float:
 
 def demand_of(w: LLMWorkload) -> Demand:
     s = seats(w.users, w.hours_per_person, w.utilisation)
-    text = (f"{w.users:g} users × {w.hours_per_person:g} h ÷ (24 h × {w.utilisation:g}) "
-            f"= {s:,.1f} seats")
+    text = (
+        f"{w.users:g} users × {w.hours_per_person:g} h ÷ (24 h × {w.utilisation:g}) "
+        f"= {s:,.1f} seats"
+    )
     return Demand(w.name, "seats", s, max(1, math.ceil(s - 1e-9)), text)

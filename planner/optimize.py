@@ -44,8 +44,13 @@ class Solution:
     optimal: bool
 
 
-def solve(options: list[Option], required: dict[str, int], limits: Limits,
-          exclude: list[dict[str, int]] | None = None, time_limit_s: float = 20.0) -> Solution | None:
+def solve(
+    options: list[Option],
+    required: dict[str, int],
+    limits: Limits,
+    exclude: list[dict[str, int]] | None = None,
+    time_limit_s: float = 20.0,
+) -> Solution | None:
     """Cheapest integer replica counts covering ``required`` units per workload, or None."""
     m = cp_model.CpModel()
     x = []
@@ -63,8 +68,10 @@ def solve(options: list[Option], required: dict[str, int], limits: Limits,
     if limits.available:
         for g in types:
             if g in limits.available:
-                m.Add(sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g)
-                      <= limits.available[g])
+                m.Add(
+                    sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g)
+                    <= limits.available[g]
+                )
     if limits.single_type:
         use = {g: m.NewBoolVar(f"use_{g}") for g in types}
         for i, o in enumerate(options):
@@ -73,7 +80,9 @@ def solve(options: list[Option], required: dict[str, int], limits: Limits,
     if limits.max_usd is not None:
         m.Add(sum(o.cost * x[i] for i, o in enumerate(options)) <= int(limits.max_usd))
     if limits.max_power_kw is not None:
-        m.Add(sum(o.power_w * x[i] for i, o in enumerate(options)) <= int(limits.max_power_kw * 1000))
+        m.Add(
+            sum(o.power_w * x[i] for i, o in enumerate(options)) <= int(limits.max_power_kw * 1000)
+        )
     if exclude:
         counts = {g: sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g) for g in types}
         for prev in exclude:
@@ -90,8 +99,13 @@ def solve(options: list[Option], required: dict[str, int], limits: Limits,
     by_type: dict[str, int] = {}
     for i, n in reps.items():
         by_type[options[i].gpu] = by_type.get(options[i].gpu, 0) + options[i].gpus * n
-    return Solution(reps, by_type, sum(options[i].cost * n for i, n in reps.items()),
-                    sum(options[i].gpus * n for i, n in reps.items()), status == cp_model.OPTIMAL)
+    return Solution(
+        reps,
+        by_type,
+        sum(options[i].cost * n for i, n in reps.items()),
+        sum(options[i].gpus * n for i, n in reps.items()),
+        status == cp_model.OPTIMAL,
+    )
 
 
 def _forbid(m: cp_model.CpModel, counts: dict, prev: dict[str, int]) -> None:

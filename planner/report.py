@@ -25,26 +25,52 @@ def _pct(x: float | None) -> str:
 def plan_json(p: Plan) -> dict:
     return {
         "plan": [
-            {"workload": a.workload, "gpu": a.gpu, "gpus_per_replica": a.gpus_per_replica,
-             "tp": a.tp, "pp": a.pp, "ep": a.ep, "attention_dp": a.attention_dp,
-             "replicas": a.replicas, "gpus": a.gpus, "seats_needed": a.seats_needed,
-             "seats_served": a.seats_served, "seats_per_replica": a.seats_per_replica,
-             "load_per_replica": a.load_per_replica, "ttft_s": a.ttft_s,
-             "ttft_target_s": a.ttft_target_s, "ttft_percentile": a.ttft_percentile,
-             "tokens_per_s": a.tokens_per_s, "tokens_per_s_target": a.tokens_per_s_target,
-             "headroom_pct": {"ttft": a.ttft_headroom_pct, "tokens_per_s": a.tokens_per_s_headroom_pct,
-                              "seats": a.seats_headroom_pct},
-             "binding": a.binding, "bottleneck": a.bottleneck}
-            for a in p.assignments],
-        "total_gpus": p.total_gpus, "gpus_by_type": p.gpus_by_type, "cost_usd": p.cost_usd,
-        "cost_per_year_usd": p.cost_per_year_usd, "capex_usd": p.capex_usd, "power_kw": p.power_kw,
-        "usd_per_million_output_tokens": p.usd_per_million_tokens, "optimal": p.optimal,
+            {
+                "workload": a.workload,
+                "gpu": a.gpu,
+                "gpus_per_replica": a.gpus_per_replica,
+                "tp": a.tp,
+                "pp": a.pp,
+                "ep": a.ep,
+                "attention_dp": a.attention_dp,
+                "replicas": a.replicas,
+                "gpus": a.gpus,
+                "seats_needed": a.seats_needed,
+                "seats_served": a.seats_served,
+                "seats_per_replica": a.seats_per_replica,
+                "load_per_replica": a.load_per_replica,
+                "ttft_s": a.ttft_s,
+                "ttft_target_s": a.ttft_target_s,
+                "ttft_percentile": a.ttft_percentile,
+                "tokens_per_s": a.tokens_per_s,
+                "tokens_per_s_target": a.tokens_per_s_target,
+                "headroom_pct": {
+                    "ttft": a.ttft_headroom_pct,
+                    "tokens_per_s": a.tokens_per_s_headroom_pct,
+                    "seats": a.seats_headroom_pct,
+                },
+                "binding": a.binding,
+                "bottleneck": a.bottleneck,
+            }
+            for a in p.assignments
+        ],
+        "total_gpus": p.total_gpus,
+        "gpus_by_type": p.gpus_by_type,
+        "cost_usd": p.cost_usd,
+        "cost_per_year_usd": p.cost_per_year_usd,
+        "capex_usd": p.capex_usd,
+        "power_kw": p.power_kw,
+        "usd_per_million_output_tokens": p.usd_per_million_tokens,
+        "optimal": p.optimal,
     }
 
 
 def result_json(r: PlanResult) -> dict:
     d = {
-        "scenario": r.scenario, "feasible": r.feasible, "basis": r.basis, "years": r.years,
+        "scenario": r.scenario,
+        "feasible": r.feasible,
+        "basis": r.basis,
+        "years": r.years,
         "seats": {n: d.amount for n, d in r.demands.items()},
         "seats_required": {n: d.required for n, d in r.demands.items()},
         "seats_arithmetic": {n: d.arithmetic for n, d in r.demands.items()},
@@ -63,22 +89,41 @@ def result_json(r: PlanResult) -> dict:
 def _assign_rows(p: Plan) -> list[list]:
     rows = []
     for a in p.assignments:
-        rows.append([a.workload, f"{a.replicas} x {a.gpus_per_replica} {a.gpu}", a.split(),
-                     f"{a.seats_served:,} / {a.seats_needed:,}",
-                     f"{a.ttft_s:.2f} s p{a.ttft_percentile:g}" + (f" ({_pct(a.ttft_headroom_pct)})"
-                                                                   if a.ttft_target_s else ""),
-                     f"{a.tokens_per_s:.1f}" + (f" ({_pct(a.tokens_per_s_headroom_pct)})"
-                                                if a.tokens_per_s_target else ""),
-                     a.binding, a.bottleneck])
+        rows.append(
+            [
+                a.workload,
+                f"{a.replicas} x {a.gpus_per_replica} {a.gpu}",
+                a.split(),
+                f"{a.seats_served:,} / {a.seats_needed:,}",
+                f"{a.ttft_s:.2f} s p{a.ttft_percentile:g}"
+                + (f" ({_pct(a.ttft_headroom_pct)})" if a.ttft_target_s else ""),
+                f"{a.tokens_per_s:.1f}"
+                + (f" ({_pct(a.tokens_per_s_headroom_pct)})" if a.tokens_per_s_target else ""),
+                a.binding,
+                a.bottleneck,
+            ]
+        )
     return rows
 
 
-ASSIGN_HEAD = ["workload", "replicas x GPUs", "split", "seats served/needed", "TTFT (headroom)",
-               "tok/s/user (headroom)", "limit", "bottleneck"]
+ASSIGN_HEAD = [
+    "workload",
+    "replicas x GPUs",
+    "split",
+    "seats served/needed",
+    "TTFT (headroom)",
+    "tok/s/user (headroom)",
+    "limit",
+    "bottleneck",
+]
 
 
 def result_table(r: PlanResult, top: int) -> str:
-    out = [f"Scenario: {r.scenario}  (cost basis: {r.basis}, horizon {r.years:g} years)", "", "Demand:"]
+    out = [
+        f"Scenario: {r.scenario}  (cost basis: {r.basis}, horizon {r.years:g} years)",
+        "",
+        "Demand:",
+    ]
     out += [f"  {n}: {d.arithmetic} -> {d.required:,} {d.unit}" for n, d in r.demands.items()]
     out.append("")
     if not r.feasible:
@@ -86,29 +131,58 @@ def result_table(r: PlanResult, top: int) -> str:
         out += [f"note: {n}" for n in r.notes]
         return "\n".join(out)
     p = r.plan
-    out.append(f"Recommendation: buy {p.label()}" if r.basis == "purchase" else f"Recommendation: rent {p.label()}")
+    out.append(
+        f"Recommendation: buy {p.label()}"
+        if r.basis == "purchase"
+        else f"Recommendation: rent {p.label()}"
+    )
     out.append(tabulate(_assign_rows(p), headers=ASSIGN_HEAD))
     out.append("")
     out.append(f"Total: {p.total_gpus} GPUs, {p.power_kw:.1f} kW at TDP x PUE")
-    cost = [f"{_money(p.cost_usd)} over {r.years:g} years", f"{_money(p.cost_per_year_usd)} per year"]
+    cost = [
+        f"{_money(p.cost_usd)} over {r.years:g} years",
+        f"{_money(p.cost_per_year_usd)} per year",
+    ]
     if r.basis == "purchase":
         cost.append(f"capex {_money(p.capex_usd)}")
     cost.append(f"${p.usd_per_million_tokens:,.2f} per million output tokens")
-    out.append("Cost: " + ", ".join(cost) + ("" if p.optimal else " (solver time limit: best found)"))
+    out.append(
+        "Cost: " + ", ".join(cost) + ("" if p.optimal else " (solver time limit: best found)")
+    )
     out.append("")
     if r.per_gpu_best:
         out.append("Best plan per GPU type:")
-        rows = [[i + 1, q.label(), q.total_gpus, _money(q.cost_usd), _money(q.cost_per_year_usd),
-                 f"${q.usd_per_million_tokens:,.2f}", f"{q.power_kw:.1f}"]
-                for i, q in enumerate(r.per_gpu_best[:top])]
-        out.append(tabulate(rows, headers=["#", "fleet", "GPUs", "cost", "per year", "$/M tok", "kW"]))
+        rows = [
+            [
+                i + 1,
+                q.label(),
+                q.total_gpus,
+                _money(q.cost_usd),
+                _money(q.cost_per_year_usd),
+                f"${q.usd_per_million_tokens:,.2f}",
+                f"{q.power_kw:.1f}",
+            ]
+            for i, q in enumerate(r.per_gpu_best[:top])
+        ]
+        out.append(
+            tabulate(rows, headers=["#", "fleet", "GPUs", "cost", "per year", "$/M tok", "kW"])
+        )
         out.append("")
     if r.alternatives:
         out.append("Next-best distinct fleets:")
-        rows = [[i + 2, q.label(), "; ".join(f"{a.workload}: {a.replicas}x{a.gpus_per_replica} {a.gpu} "
-                                            f"{a.split()}" for a in q.assignments),
-                 _money(q.cost_usd), f"+{100 * (q.cost_usd / p.cost_usd - 1):.1f}%"]
-                for i, q in enumerate(r.alternatives)]
+        rows = [
+            [
+                i + 2,
+                q.label(),
+                "; ".join(
+                    f"{a.workload}: {a.replicas}x{a.gpus_per_replica} {a.gpu} {a.split()}"
+                    for a in q.assignments
+                ),
+                _money(q.cost_usd),
+                f"+{100 * (q.cost_usd / p.cost_usd - 1):.1f}%",
+            ]
+            for i, q in enumerate(r.alternatives)
+        ]
         out.append(tabulate(rows, headers=["rank", "fleet", "split", "cost", "vs best"]))
     out += [f"note: {n}" for n in r.notes]
     return "\n".join(out).rstrip() + "\n"
@@ -120,11 +194,23 @@ def compare_table(groups: list[GroupResult], by: str) -> str:
         r = g.result
         if r.feasible:
             p = r.plan
-            rows.append([g.group, p.label(), p.total_gpus, _money(p.cost_usd), _money(p.cost_per_year_usd),
-                         f"${p.usd_per_million_tokens:,.2f}", f"{p.power_kw:.1f}", ""])
+            rows.append(
+                [
+                    g.group,
+                    p.label(),
+                    p.total_gpus,
+                    _money(p.cost_usd),
+                    _money(p.cost_per_year_usd),
+                    f"${p.usd_per_million_tokens:,.2f}",
+                    f"{p.power_kw:.1f}",
+                    "",
+                ]
+            )
         else:
             rows.append([g.group, "-", "-", "-", "-", "-", "-", r.reason[:100]])
-    return tabulate(rows, headers=[by, "fleet", "GPUs", "cost", "per year", "$/M tok", "kW", "why not"])
+    return tabulate(
+        rows, headers=[by, "fleet", "GPUs", "cost", "per year", "$/M tok", "kW", "why not"]
+    )
 
 
 def compare_json(groups: list[GroupResult], by: str) -> dict:
@@ -145,18 +231,38 @@ def escape_cell(v):
 def plan_rows(p: Plan, rank: int, extra: dict | None = None) -> list[dict]:
     rows = []
     for a in p.assignments:
-        rows.append({**(extra or {}), "rank": rank, "fleet": p.label(), "workload": a.workload,
-                     "model": a.model, "gpu": a.gpu, "vendor": a.vendor, "replicas": a.replicas,
-                     "gpus_per_replica": a.gpus_per_replica, "gpus": a.gpus, "tp": a.tp, "pp": a.pp,
-                     "ep": a.ep, "attention_dp": a.attention_dp, "seats_needed": a.seats_needed,
-                     "seats_served": a.seats_served, "plan_total_gpus": p.total_gpus,
-                     "plan_cost_usd": round(p.cost_usd, 2), "plan_cost_per_year_usd": round(p.cost_per_year_usd, 2),
-                     "usd_per_million_output_tokens": round(p.usd_per_million_tokens, 4),
-                     "ttft_s": round(a.ttft_s, 4), "ttft_target_s": a.ttft_target_s,
-                     "ttft_headroom_pct": _r(a.ttft_headroom_pct), "tokens_per_s": round(a.tokens_per_s, 3),
-                     "tokens_per_s_target": a.tokens_per_s_target,
-                     "tokens_per_s_headroom_pct": _r(a.tokens_per_s_headroom_pct),
-                     "seats_headroom_pct": _r(a.seats_headroom_pct), "bottleneck": a.bottleneck})
+        rows.append(
+            {
+                **(extra or {}),
+                "rank": rank,
+                "fleet": p.label(),
+                "workload": a.workload,
+                "model": a.model,
+                "gpu": a.gpu,
+                "vendor": a.vendor,
+                "replicas": a.replicas,
+                "gpus_per_replica": a.gpus_per_replica,
+                "gpus": a.gpus,
+                "tp": a.tp,
+                "pp": a.pp,
+                "ep": a.ep,
+                "attention_dp": a.attention_dp,
+                "seats_needed": a.seats_needed,
+                "seats_served": a.seats_served,
+                "plan_total_gpus": p.total_gpus,
+                "plan_cost_usd": round(p.cost_usd, 2),
+                "plan_cost_per_year_usd": round(p.cost_per_year_usd, 2),
+                "usd_per_million_output_tokens": round(p.usd_per_million_tokens, 4),
+                "ttft_s": round(a.ttft_s, 4),
+                "ttft_target_s": a.ttft_target_s,
+                "ttft_headroom_pct": _r(a.ttft_headroom_pct),
+                "tokens_per_s": round(a.tokens_per_s, 3),
+                "tokens_per_s_target": a.tokens_per_s_target,
+                "tokens_per_s_headroom_pct": _r(a.tokens_per_s_headroom_pct),
+                "seats_headroom_pct": _r(a.seats_headroom_pct),
+                "bottleneck": a.bottleneck,
+            }
+        )
     return rows
 
 
@@ -188,4 +294,3 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-

@@ -37,7 +37,9 @@ class LLMWorkload(BaseModel):
     kv_cache: str = "bf16"
     engine: str = "vllm"
     users: float = Field(gt=0, description="people (worker-equivalents)")
-    hours_per_person: float = Field(gt=0, le=24, description="hours a day a person drives a session")
+    hours_per_person: float = Field(
+        gt=0, le=24, description="hours a day a person drives a session"
+    )
     utilisation: float = Field(gt=0, le=1, description="usable share of round-the-clock capacity")
     input_tokens: int = Field(ge=1)
     output_tokens: int = Field(ge=1)
@@ -101,7 +103,10 @@ class Cost(BaseModel):
     pue: float = Field(1.3, ge=1)
     cost_of_capital: float = Field(0.08, ge=0, description="annual rate on the capex")
     hosting_usd_per_kw_month: float = Field(
-        0.0, ge=0, description="colocation/facility cost per kW of IT load per month (0: not included)")
+        0.0,
+        ge=0,
+        description="colocation/facility cost per kW of IT load per month (0: not included)",
+    )
 
 
 class Budget(BaseModel):
@@ -127,21 +132,26 @@ class Scenario(BaseModel):
         return self
 
 
-def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """1-based line of the YAML node at a pydantic error location (best effort)."""
+def _locate(node: yaml.Node | None, loc: tuple[Any, ...]) -> tuple[int | None, str]:
+    """1-based line and dotted key of the YAML node at a pydantic error location. Location
+    parts that are not in the file (the union tag 'llm') are skipped."""
     line = node.start_mark.line + 1 if node is not None else None
+    keys: list[str] = []
     for key in loc:
+        nxt = None
         if isinstance(node, yaml.MappingNode):
             nxt = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
-            if nxt is None:
-                break
-            node = nxt
         elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-        else:
-            continue  # discriminator tags ('llm') and the like are not in the file
+            nxt = node.value[key]
+        if nxt is None:
+            if isinstance(key, str) and key in ("llm",):
+                continue  # a discriminator tag, not a key of the file
+            keys.append(str(key))  # a missing key: report it at its parent's line
+            continue
+        node = nxt
+        keys.append(str(key))
         line = node.start_mark.line + 1
-    return line
+    return line, ".".join(keys)
 
 
 def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:
@@ -167,9 +177,7 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     except ValidationError as e:
         lines = []
         for err in e.errors():
-            loc = err["loc"]
-            key = ".".join(str(x) for x in loc)
-            line = _line_of(node, loc)
+            line, key = _locate(node, err["loc"])
             where = f"{p}:{line}" if line else str(p)
             lines.append(f"{where}: {key}: {err['msg']}")
         raise ScenarioError("invalid scenario\n" + "\n".join(lines)) from None
@@ -187,14 +195,22 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], path: Path)
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
             if isinstance(cur, list):
-                idx = next((j for j, it in enumerate(cur)
-                            if isinstance(it, dict) and it.get("name") == part), None)
+                idx = next(
+                    (
+                        j
+                        for j, it in enumerate(cur)
+                        if isinstance(it, dict) and it.get("name") == part
+                    ),
+                    None,
+                )
                 if idx is None and part.isdigit() and int(part) < len(cur):
                     idx = int(part)
                 if idx is None:
                     names = [it.get("name") for it in cur if isinstance(it, dict)]
-                    raise ScenarioError(f"{path}: --set {dotted}: no list item named '{part}' "
-                                        f"(have: {', '.join(map(str, names))})")
+                    raise ScenarioError(
+                        f"{path}: --set {dotted}: no list item named '{part}' "
+                        f"(have: {', '.join(map(str, names))})"
+                    )
                 if last:
                     cur[idx] = value
                 else:

@@ -108,14 +108,18 @@ class Planner:
     def __init__(self, sc: Scenario, presets: tuple[str, ...] = ()):
         self.sc, self.presets = sc, presets
         self.notes: list[str] = []
-        self.models: dict[str, LanguageModel] = {w.name: get_model(w.model, presets) for w in sc.workloads}
+        self.models: dict[str, LanguageModel] = {
+            w.name: get_model(w.model, presets) for w in sc.workloads
+        }
         self.gpus = self._allowed_gpus()
         self.costs: dict[str, GpuCost] = {}
         for g in list(self.gpus):
             c = gpu_cost(g, sc.cost)
             if c is None:
-                self.notes.append(f"{g.name}: no {'rental' if sc.cost.basis == 'rental' else 'purchase'} "
-                                  "price in its preset, left out")
+                self.notes.append(
+                    f"{g.name}: no {'rental' if sc.cost.basis == 'rental' else 'purchase'} "
+                    "price in its preset, left out"
+                )
                 self.gpus.remove(g)
             else:
                 self.costs[g.name] = c
@@ -141,14 +145,17 @@ class Planner:
             out.append(g)
         self.available = avail
         if not out:
-            raise ScenarioError("fleet: no GPU type is allowed by fleet.gpus, fleet.vendors and "
-                                "fleet.available together")
+            raise ScenarioError(
+                "fleet: no GPU type is allowed by fleet.gpus, fleet.vendors and "
+                "fleet.available together"
+            )
         return out
 
     def _add_workload(self, w: LLMWorkload) -> None:
         model = self.models[w.name]
-        cands, excluded = enumerate_candidates(model, self.gpus, self.sc.fleet.max_gpus_per_replica,
-                                               w.weights, w.kv_cache, w.engine)
+        cands, excluded = enumerate_candidates(
+            model, self.gpus, self.sc.fleet.max_gpus_per_replica, w.weights, w.kv_cache, w.engine
+        )
         self.excluded[w.name] = excluded
         seen: list[tuple[Candidate, Capacity]] = []
         best: dict[tuple[str, int], tuple[int, _Option]] = {}
@@ -158,9 +165,16 @@ class Planner:
             if cap.units < 1:
                 continue
             c = self.costs[cand.gpu.name]
-            opt = Option(w.name, cand.gpu.name, cand.gpu.vendor, cand.gpus, cap.units,
-                         int(math.ceil(c.horizon * cand.gpus)),
-                         int(math.ceil(c.power_kw * 1000 * cand.gpus)), cand.key())
+            opt = Option(
+                w.name,
+                cand.gpu.name,
+                cand.gpu.vendor,
+                cand.gpus,
+                cap.units,
+                int(math.ceil(c.horizon * cand.gpus)),
+                int(math.ceil(c.power_kw * 1000 * cand.gpus)),
+                cand.key(),
+            )
             o = _Option(opt, cand, cap, w, ev)
             k = (cand.gpu.name, cand.gpus)
             if k not in best or cap.units > best[k][0]:  # same type and size: keep the best split
@@ -169,17 +183,26 @@ class Planner:
         kept = sorted(best.values(), key=lambda t: t[1].opt.key)
         # drop options dominated within a GPU type: no more seats for at least as many GPUs
         for units, o in kept:
-            dominated = any(u2 >= units and o2.opt.gpus <= o.opt.gpus and o2 is not o
-                            and o2.opt.gpu == o.opt.gpu and (u2 > units or o2.opt.gpus < o.opt.gpus)
-                            for u2, o2 in kept)
+            dominated = any(
+                u2 >= units
+                and o2.opt.gpus <= o.opt.gpus
+                and o2 is not o
+                and o2.opt.gpu == o.opt.gpu
+                and (u2 > units or o2.opt.gpus < o.opt.gpus)
+                for u2, o2 in kept
+            )
             if not dominated:
                 self.options.append(o)
 
     # ---- solving --------------------------------------------------------------------
     def limits(self, single_type: bool | None = None) -> Limits:
         b = self.sc.budget
-        return Limits(single_type=self.sc.fleet.single_type if single_type is None else single_type,
-                      available=self.available or None, max_usd=b.max_usd, max_power_kw=b.max_power_kw)
+        return Limits(
+            single_type=self.sc.fleet.single_type if single_type is None else single_type,
+            available=self.available or None,
+            max_usd=b.max_usd,
+            max_power_kw=b.max_power_kw,
+        )
 
     def required(self) -> dict[str, int]:
         return {n: d.required for n, d in self.demands.items()}
@@ -205,20 +228,39 @@ class Planner:
                 cycle = op.ttft_mean_s + (w.output_tokens - 1) / op.tokens_per_s
                 active_sessions = w.users * w.hours_per_person / 24.0 * share
                 tokens_year = active_sessions * w.output_tokens / cycle * SECONDS_PER_YEAR
-                assignments.append(Assignment(
-                    workload=w.name, model=self.models[w.name].name, gpu=o.cand.gpu.name,
-                    vendor=o.cand.gpu.vendor, gpus_per_replica=o.cand.gpus, tp=p.tp, pp=p.pp,
-                    ep=p.ep, attention_dp=p.attention_dp, replicas=n, seats_needed=need,
-                    seats_served=o.cap.units * n, seats_per_replica=o.cap.units,
-                    load_per_replica=load, ttft_s=op.ttft_s, ttft_target_s=w.ttft_s,
-                    ttft_percentile=w.ttft_percentile, tokens_per_s=op.tokens_per_s,
-                    tokens_per_s_target=w.tokens_per_s,
-                    ttft_headroom_pct=(100 * (w.ttft_s / op.ttft_s - 1)) if w.ttft_s else None,
-                    tokens_per_s_headroom_pct=(100 * (op.tokens_per_s / w.tokens_per_s - 1))
-                    if w.tokens_per_s else None,
-                    seats_headroom_pct=100 * (served / need - 1) if len(rows) == 1 else
-                    100 * (served / need - 1),
-                    binding=o.cap.binding, bottleneck=op.bottleneck, output_tokens_per_year=tokens_year))
+                assignments.append(
+                    Assignment(
+                        workload=w.name,
+                        model=self.models[w.name].name,
+                        gpu=o.cand.gpu.name,
+                        vendor=o.cand.gpu.vendor,
+                        gpus_per_replica=o.cand.gpus,
+                        tp=p.tp,
+                        pp=p.pp,
+                        ep=p.ep,
+                        attention_dp=p.attention_dp,
+                        replicas=n,
+                        seats_needed=need,
+                        seats_served=o.cap.units * n,
+                        seats_per_replica=o.cap.units,
+                        load_per_replica=load,
+                        ttft_s=op.ttft_s,
+                        ttft_target_s=w.ttft_s,
+                        ttft_percentile=w.ttft_percentile,
+                        tokens_per_s=op.tokens_per_s,
+                        tokens_per_s_target=w.tokens_per_s,
+                        ttft_headroom_pct=(100 * (w.ttft_s / op.ttft_s - 1)) if w.ttft_s else None,
+                        tokens_per_s_headroom_pct=(100 * (op.tokens_per_s / w.tokens_per_s - 1))
+                        if w.tokens_per_s
+                        else None,
+                        seats_headroom_pct=100 * (served / need - 1)
+                        if len(rows) == 1
+                        else 100 * (served / need - 1),
+                        binding=o.cap.binding,
+                        bottleneck=op.bottleneck,
+                        output_tokens_per_year=tokens_year,
+                    )
+                )
         by_type: dict[str, int] = {}
         for a in assignments:
             by_type[a.gpu] = by_type.get(a.gpu, 0) + a.gpus
@@ -227,11 +269,17 @@ class Planner:
         capex = sum(self.costs[g].capex * n for g, n in by_type.items())
         power = sum(self.costs[g].power_kw * n for g, n in by_type.items())
         tokens = sum(a.output_tokens_per_year for a in assignments)
-        return Plan(assignments, sum(by_type.values()), by_type,
-                    cost_usd=per_year * self.sc.cost.years, cost_per_year_usd=per_year,
-                    capex_usd=capex, power_kw=power,
-                    usd_per_million_tokens=per_year / (tokens / 1e6) if tokens else float("inf"),
-                    optimal=sol.optimal)
+        return Plan(
+            assignments,
+            sum(by_type.values()),
+            by_type,
+            cost_usd=per_year * self.sc.cost.years,
+            cost_per_year_usd=per_year,
+            capex_usd=capex,
+            power_kw=power,
+            usd_per_million_tokens=per_year / (tokens / 1e6) if tokens else float("inf"),
+            optimal=sol.optimal,
+        )
 
     def diagnose(self) -> str:
         """Why no plan exists: the binding target and the nearest miss, or the limit."""
@@ -242,50 +290,99 @@ class Planner:
             fits = [(c, cap) for c, cap in seen if cap.max_batch_memory >= 1]
             if not fits:
                 n = self.sc.fleet.max_gpus_per_replica
-                return (f"workload '{w.name}': {self.models[w.name].name} does not fit in memory on any "
-                        f"allowed GPU with up to {n} GPUs per replica (fleet.max_gpus_per_replica); "
-                        "allow more GPUs per replica, larger GPUs, or smaller weight/KV formats")
+                return (
+                    f"workload '{w.name}': {self.models[w.name].name} does not fit in memory on "
+                    f"any allowed GPU with up to {n} GPUs per replica "
+                    "(fleet.max_gpus_per_replica); allow more GPUs per replica, larger GPUs, "
+                    "or smaller weight/KV formats"
+                )
             msgs = []
             if w.tokens_per_s:
                 c, cap = max(fits, key=lambda t: t[1].best_tokens_per_s)
                 if cap.best_tokens_per_s < w.tokens_per_s:
-                    msgs.append(f"no plan meets {w.tokens_per_s:g} tokens/s per user: the fastest "
-                                f"candidate, {c.label()}, reaches {cap.best_tokens_per_s:.1f} tokens/s "
-                                f"({100 * (1 - cap.best_tokens_per_s / w.tokens_per_s):.0f}% short)")
+                    msgs.append(
+                        f"no plan meets {w.tokens_per_s:g} tokens/s per user: the fastest "
+                        f"candidate, {c.label()}, reaches {cap.best_tokens_per_s:.1f} tokens/s "
+                        f"({100 * (1 - cap.best_tokens_per_s / w.tokens_per_s):.0f}% short)"
+                    )
             if w.ttft_s:
                 c, cap = min(fits, key=lambda t: t[1].best_ttft_s)
                 if cap.best_ttft_s > w.ttft_s:
-                    msgs.append(f"no plan meets TTFT {w.ttft_s:g} s (p{w.ttft_percentile:g}): the "
-                                f"fastest candidate, {c.label()}, reaches {cap.best_ttft_s:.2f} s")
+                    msgs.append(
+                        f"no plan meets TTFT {w.ttft_s:g} s (p{w.ttft_percentile:g}): the "
+                        f"fastest candidate, {c.label()}, reaches {cap.best_ttft_s:.2f} s"
+                    )
             if not msgs:
                 msgs.append("no single candidate meets TTFT and tokens/s together")
             return f"workload '{w.name}': " + "; ".join(msgs)
-        # every workload has options: a fleet limit binds
-        relaxed = self.run(self.options, Limits(single_type=self.sc.fleet.single_type))
-        if relaxed is None:
-            return "no single GPU type serves every workload (fleet.single_type: true)"
-        plan = self.to_plan(self.options, relaxed)
+        # every workload has options: a fleet limit binds. Lift one limit at a time to name it.
+        lim = self.limits()
         b = self.sc.budget
+        trials = [
+            ("budget", Limits(lim.single_type, lim.available, None, lim.max_power_kw)),
+            ("power", Limits(lim.single_type, lim.available, lim.max_usd, None)),
+            ("inventory", Limits(lim.single_type, None, lim.max_usd, lim.max_power_kw)),
+            ("single_type", Limits(False, lim.available, lim.max_usd, lim.max_power_kw)),
+        ]
         parts = []
-        if b.max_usd is not None and plan.cost_usd > b.max_usd:
-            parts.append(f"budget ${b.max_usd:,.0f} is short by ${plan.cost_usd - b.max_usd:,.0f}: "
-                         f"the cheapest feasible plan ({plan.label()}) costs ${plan.cost_usd:,.0f}")
-        if b.max_power_kw is not None and plan.power_kw > b.max_power_kw:
-            parts.append(f"power cap {b.max_power_kw:g} kW is short by "
-                         f"{plan.power_kw - b.max_power_kw:.1f} kW: the cheapest plan draws {plan.power_kw:.1f} kW")
-        for g, n in plan.gpus_by_type.items():
-            if g in self.available and n > self.available[g]:
-                parts.append(f"the cheapest plan needs {n} {g}, {self.available[g]} available")
-        return "; ".join(parts) or ("the fleet limits together (budget, power, inventory, single "
-                                    f"type) exclude every plan; unconstrained best: {plan.label()} "
-                                    f"at ${plan.cost_usd:,.0f}")
+        for name, relaxed_lim in trials:
+            sol = self.run(self.options, relaxed_lim)
+            if sol is None:
+                continue
+            plan = self.to_plan(self.options, sol)
+            if name == "budget":
+                parts.append(
+                    f"budget ${b.max_usd:,.0f} is short by ${plan.cost_usd - b.max_usd:,.0f}: "
+                    f"the cheapest plan within the other limits ({plan.label()}) costs "
+                    f"${plan.cost_usd:,.0f}"
+                )
+            elif name == "power":
+                parts.append(
+                    f"power cap {b.max_power_kw:g} kW is short by "
+                    f"{plan.power_kw - b.max_power_kw:.1f} kW: the cheapest plan within the "
+                    f"other limits ({plan.label()}) draws {plan.power_kw:.1f} kW"
+                )
+            elif name == "inventory":
+                short = [
+                    f"{n} {g} needed, {self.available[g]} available"
+                    for g, n in plan.gpus_by_type.items()
+                    if g in self.available and n > self.available[g]
+                ]
+                parts.append(
+                    "GPU availability binds: "
+                    + "; ".join(short)
+                    + f" (cheapest plan without it: {plan.label()}, ${plan.cost_usd:,.0f})"
+                )
+            else:
+                parts.append(
+                    f"no single GPU type serves every workload within the limits; a mixed "
+                    f"fleet would: {plan.label()}, ${plan.cost_usd:,.0f}"
+                )
+        if parts:
+            return "; or ".join(parts)
+        sol = self.run(self.options, Limits())
+        if sol is None:
+            return "no combination of candidates covers the demand"
+        plan = self.to_plan(self.options, sol)
+        return (
+            "the fleet limits together (budget, power, inventory, single type) exclude every "
+            f"plan; with none of them the best is {plan.label()} at ${plan.cost_usd:,.0f}"
+        )
 
 
 def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> PlanResult:
     """The recommendation, the best plan per GPU type, and the next-best distinct fleets."""
     pl = Planner(sc, presets)
-    res = PlanResult(sc.name, sc.cost.basis, sc.cost.years, False, pl.demands, None,
-                     notes=pl.notes, excluded=pl.excluded)
+    res = PlanResult(
+        sc.name,
+        sc.cost.basis,
+        sc.cost.years,
+        False,
+        pl.demands,
+        None,
+        notes=pl.notes,
+        excluded=pl.excluded,
+    )
     sol = pl.run(pl.options, pl.limits())
     if sol is None:
         res.reason = pl.diagnose()
@@ -318,23 +415,30 @@ class GroupResult:
 def compare(sc: Scenario, by: str, presets: tuple[str, ...] = ()) -> list[GroupResult]:
     """The best plan for each vendor or each GPU type, side by side."""
     pl_all = Planner(sc, presets)
-    if by == "vendor":
-        groups = sorted({g.vendor for g in pl_all.gpus})
-        make = lambda v: sc.model_copy(update={"fleet": sc.fleet.model_copy(update={"vendors": [v]})})  # noqa: E731
-    elif by == "gpu":
-        groups = sorted(g.name for g in pl_all.gpus)
-        make = lambda g: sc.model_copy(update={"fleet": sc.fleet.model_copy(update={"gpus": [g]})})  # noqa: E731
-    else:
+    if by not in ("vendor", "gpu"):
         raise ScenarioError(f"--by must be 'vendor' or 'gpu', not '{by}'")
+    groups = sorted({g.vendor if by == "vendor" else g.name for g in pl_all.gpus})
+    key = "vendors" if by == "vendor" else "gpus"
+
+    def make(group: str) -> Scenario:
+        return sc.model_copy(update={"fleet": sc.fleet.model_copy(update={key: [group]})})
+
     out = []
     for g in groups:
         try:
             r = plan_scenario(make(g), presets, top=1)
         except ScenarioError as e:
-            r = PlanResult(sc.name, sc.cost.basis, sc.cost.years, False, pl_all.demands, None, reason=str(e))
+            r = PlanResult(
+                sc.name, sc.cost.basis, sc.cost.years, False, pl_all.demands, None, reason=str(e)
+            )
         out.append(GroupResult(g, r))
-    out.sort(key=lambda gr: (not gr.result.feasible,
-                             gr.result.plan.cost_usd if gr.result.plan else 0.0, gr.group))
+    out.sort(
+        key=lambda gr: (
+            not gr.result.feasible,
+            gr.result.plan.cost_usd if gr.result.plan else 0.0,
+            gr.group,
+        )
+    )
     return out
 
 
@@ -368,4 +472,6 @@ def parse_sets(sets: tuple[str, ...]) -> list[tuple[str, list]]:
 
 def sweep_combinations(sets: list[tuple[str, list]]) -> list[dict]:
     keys = [k for k, _ in sets]
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*[v for _, v in sets])]
+    return [
+        dict(zip(keys, combo, strict=True)) for combo in itertools.product(*[v for _, v in sets])
+    ]

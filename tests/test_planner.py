@@ -1,0 +1,383 @@
+"""The inverse planner: seats, the optimiser against brute force, limits, infeasibility,
+scenario errors, every shipped scenario, CSV safety and determinism."""
+
+import csv
+import itertools
+import json
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import main
+from planner.demand import seats
+from planner.optimize import Limits, Option, solve
+from planner.report import escape_cell, write_csv
+from planner.scenario import ScenarioError, load_scenario
+from planner.solve import Planner, plan_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def write(tmp_path, text, name="s.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+CHAT = """
+name: t
+workloads:
+  - name: chat
+    model: llama-3.1-8b
+    weights: fp8
+    users: {users}
+    hours_per_person: 2
+    utilisation: 0.5
+    input_tokens: 1000
+    output_tokens: 200
+    ttft_s: {ttft}
+    tokens_per_s: {tps}
+fleet:
+  gpus: [h100-sxm, l40s, mi300x]
+  max_gpus_per_replica: 4
+{extra}
+"""
+
+
+def chat(tmp_path, users=400, ttft=2.0, tps=20, extra=""):
+    return write(tmp_path, CHAT.format(users=users, ttft=ttft, tps=tps, extra=extra))
+
+
+# ---- seats -------------------------------------------------------------------------
+def test_seats_arithmetic():
+    assert seats(2000, 3, 0.5) == pytest.approx(500)
+    assert seats(300, 24, 0.8) == pytest.approx(375)
+    assert seats(1, 24, 1.0) == 1
+
+
+def test_seats_shown_with_arithmetic(tmp_path):
+    r = invoke("solve", chat(tmp_path, users=1000))
+    assert r.exit_code == 0, r.output
+    assert "1000 users × 2 h ÷ (24 h × 0.5) = 166.7 seats -> 167 seats" in r.output
+
+
+# ---- optimiser vs brute force --------------------------------------------------------
+def _brute(options, required, limits):
+    best = None
+    ubs = [range(0, -(-required[o.workload] // o.capacity) + 1) for o in options]
+    for xs in itertools.product(*ubs):
+        cover = {w: 0 for w in required}
+        for o, n in zip(options, xs, strict=True):
+            cover[o.workload] += o.capacity * n
+        if any(cover[w] < r for w, r in required.items()):
+            continue
+        by_type = {}
+        for o, n in zip(options, xs, strict=True):
+            by_type[o.gpu] = by_type.get(o.gpu, 0) + o.gpus * n
+        used = [g for g, n in by_type.items() if n]
+        if limits.single_type and len(used) > 1:
+            continue
+        if limits.available and any(by_type.get(g, 0) > a for g, a in limits.available.items()):
+            continue
+        cost = sum(o.cost * n for o, n in zip(options, xs, strict=True))
+        if limits.max_usd is not None and cost > limits.max_usd:
+            continue
+        power = sum(o.power_w * n for o, n in zip(options, xs, strict=True))
+        if limits.max_power_kw is not None and power > limits.max_power_kw * 1000:
+            continue
+        if best is None or cost < best:
+            best = cost
+    return best
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cp_sat_matches_brute_force(seed):
+    rng = random.Random(seed)
+    gpus = ["a", "b", "c"]
+    opts = []
+    for w in ("w1", "w2"):
+        for g in rng.sample(gpus, 2):
+            n = rng.choice([1, 2, 4])
+            opts.append(
+                Option(
+                    w,
+                    g,
+                    "v",
+                    n,
+                    rng.randint(3, 40),
+                    n * rng.randint(10, 60),
+                    n * rng.randint(300, 900),
+                    (w, g, n),
+                )
+            )
+    required = {"w1": rng.randint(10, 60), "w2": rng.randint(5, 40)}
+    limits = Limits(
+        single_type=rng.random() < 0.3,
+        available={"a": rng.randint(4, 30)} if rng.random() < 0.5 else None,
+        max_usd=rng.randint(200, 2000) if rng.random() < 0.4 else None,
+        max_power_kw=rng.randint(10, 60) if rng.random() < 0.3 else None,
+    )
+    sol = solve(opts, required, limits)
+    brute = _brute(opts, required, limits)
+    if brute is None:
+        assert sol is None
+    else:
+        assert sol is not None and sol.cost == brute
+
+
+def test_plan_never_costlier_than_any_single_type_plan(tmp_path):
+    sc = load_scenario(ROOT / "scenarios" / "chat-assistant.yaml")
+    res = plan_scenario(sc)
+    assert res.feasible and res.per_gpu_best
+    for p in res.per_gpu_best:
+        assert res.plan.cost_usd <= p.cost_usd + 1e-6
+    for p in res.alternatives:
+        assert res.plan.cost_usd <= p.cost_usd + 1e-6
+
+
+def test_more_users_never_cost_less(tmp_path):
+    costs = [
+        plan_scenario(load_scenario(chat(tmp_path, users=u))).plan.cost_usd
+        for u in (100, 400, 1600)
+    ]
+    assert costs == sorted(costs)
+
+
+# ---- limits ------------------------------------------------------------------------
+def test_single_type_limit_holds(tmp_path):
+    sc = load_scenario(ROOT / "scenarios" / "two-workloads.yaml")
+    res = plan_scenario(sc)
+    assert res.feasible and len({a.gpu for a in res.plan.assignments}) == 1
+
+
+def test_inventory_limit_holds(tmp_path):
+    free = plan_scenario(load_scenario(chat(tmp_path, users=2000)))
+    g = free.plan.assignments[0].gpu
+    n = free.plan.gpus_by_type[g]
+    capped = plan_scenario(
+        load_scenario(chat(tmp_path, users=2000, extra=f"  available: {{{g}: {n - 1}}}"))
+    )
+    assert capped.feasible
+    assert capped.plan.gpus_by_type.get(g, 0) <= n - 1
+    assert capped.plan.cost_usd >= free.plan.cost_usd
+
+
+def test_budget_limit_holds_and_shortfall_is_named(tmp_path):
+    free = plan_scenario(load_scenario(chat(tmp_path, users=2000)))
+    cost = free.plan.cost_usd
+    ok = plan_scenario(
+        load_scenario(chat(tmp_path, users=2000, extra=f"budget: {{max_usd: {cost + 1}}}"))
+    )
+    assert ok.feasible and ok.plan.cost_usd <= cost + 1
+    p = chat(tmp_path, users=2000, extra=f"budget: {{max_usd: {cost * 0.9:.0f}}}")
+    r = invoke("solve", p)
+    assert r.exit_code == 1
+    assert "budget" in r.output and "short by" in r.output
+
+
+def test_power_limit_holds(tmp_path):
+    free = plan_scenario(load_scenario(chat(tmp_path, users=2000)))
+    cap = free.plan.power_kw * 0.8
+    res = plan_scenario(
+        load_scenario(chat(tmp_path, users=2000, extra=f"budget: {{max_power_kw: {cap}}}"))
+    )
+    if res.feasible:
+        assert res.plan.power_kw <= cap + 1e-6
+    else:
+        assert "power cap" in res.reason
+
+
+def test_vendor_filter(tmp_path):
+    res = plan_scenario(load_scenario(chat(tmp_path, extra="  vendors: [amd]")))
+    assert res.feasible and {a.vendor for a in res.plan.assignments} == {"amd"}
+
+
+# ---- infeasible --------------------------------------------------------------------
+def test_unreachable_ttft_names_target_and_nearest_miss(tmp_path):
+    r = invoke("solve", chat(tmp_path, ttft=0.001))
+    assert r.exit_code == 1
+    assert "no plan meets TTFT 0.001 s" in r.output and "fastest candidate" in r.output
+    assert "reaches" in r.output
+
+
+def test_unreachable_speed_names_target_and_nearest_miss(tmp_path):
+    r = invoke("solve", chat(tmp_path, tps=5000))
+    assert r.exit_code == 1
+    assert "no plan meets 5000 tokens/s per user" in r.output and "short" in r.output
+
+
+def test_model_too_big_for_any_replica(tmp_path):
+    p = write(
+        tmp_path,
+        CHAT.format(users=10, ttft=5, tps=5, extra="")
+        .replace("llama-3.1-8b", "llama-3.1-405b")
+        .replace("max_gpus_per_replica: 4", "max_gpus_per_replica: 1"),
+    )
+    r = invoke("solve", p)
+    assert r.exit_code == 1 and "does not fit in memory" in r.output
+
+
+def test_infeasible_json_has_reason(tmp_path):
+    r = invoke("solve", chat(tmp_path, ttft=0.001), "--format", "json")
+    assert r.exit_code == 1
+    d = json.loads(r.stdout)
+    assert d["feasible"] is False and "TTFT" in d["reason"]
+
+
+# ---- bad input ---------------------------------------------------------------------
+def test_malformed_yaml_names_file_and_line(tmp_path):
+    p = write(tmp_path, "name: x\nworkloads:\n  - name: a\n    users: [1, 2\n")
+    r = invoke("solve", p)
+    assert r.exit_code == 2 and f"{p}:" in r.output and "malformed YAML" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_bad_key_names_line_and_key(tmp_path):
+    p = chat(tmp_path)
+    text = p.read_text().replace("    utilisation: 0.5", "    utilisation: 1.5")
+    p.write_text(text)
+    r = invoke("solve", p)
+    assert r.exit_code == 2
+    line = text.splitlines().index("    utilisation: 1.5") + 1
+    assert f"{p}:{line}: workloads.0.utilisation:" in r.output
+
+
+def test_unknown_key_is_rejected(tmp_path):
+    p = write(tmp_path, chat(tmp_path).read_text().replace("fleet:", "fleeet:"))
+    r = invoke("solve", p)
+    assert r.exit_code == 2 and "fleeet" in r.output
+
+
+def test_unknown_model_in_scenario_suggests(tmp_path):
+    p = write(tmp_path, chat(tmp_path).read_text().replace("llama-3.1-8b", "llama-3.1-8"))
+    r = invoke("solve", p)
+    assert r.exit_code == 2 and "llama-3.1-8b" in r.output
+
+
+def test_unknown_gpu_in_fleet(tmp_path):
+    p = write(tmp_path, chat(tmp_path).read_text().replace("l40s", "l40"))
+    r = invoke("solve", p)
+    assert r.exit_code == 2 and "l40s" in r.output
+
+
+def test_missing_file():
+    r = invoke("solve", "no-such-file.yaml")
+    assert r.exit_code == 2 and "cannot read" in r.output
+
+
+def test_duplicate_workload_names(tmp_path):
+    text = chat(tmp_path).read_text()
+    block = text[text.index("  - name: chat") : text.index("fleet:")]
+    p = write(tmp_path, text.replace(block, block + block))
+    with pytest.raises(ScenarioError, match="unique"):
+        load_scenario(p)
+
+
+# ---- shipped scenarios, commands, outputs ------------------------------------------
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_every_shipped_scenario_solves(path, tmp_path):
+    out = tmp_path / "plans.csv"
+    r = invoke("solve", path, "--format", "json", "--out", out)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    for k in ("feasible", "seats", "plan", "total_gpus", "cost_usd", "alternatives"):
+        assert k in d
+    assert d["feasible"] and d["total_gpus"] > 0 and d["cost_usd"] > 0
+    for a in d["plan"]:
+        for k in ("workload", "gpu", "gpus_per_replica", "tp", "pp", "ep", "replicas"):
+            assert k in a
+    rows = list(csv.DictReader(out.open()))
+    assert rows and rows[0]["rank"] == "1"
+    t = invoke("solve", path)
+    assert t.exit_code == 0 and "Recommendation" in t.output
+
+
+def test_same_file_gives_byte_identical_output():
+    p = ROOT / "scenarios" / "two-workloads.yaml"
+    a = invoke("solve", p, "--format", "json").output
+    b = invoke("solve", p, "--format", "json").output
+    assert a == b
+
+
+def test_compare_by_vendor_and_gpu(tmp_path):
+    out = tmp_path / "cmp.csv"
+    r = invoke(
+        "compare", ROOT / "scenarios" / "chat-assistant.yaml", "--by", "vendor", "--out", out
+    )
+    assert r.exit_code == 0 and "nvidia" in r.output and "amd" in r.output
+    assert {row["vendor"] for row in csv.DictReader(out.open())} == {"nvidia", "amd"}
+    d = json.loads(
+        invoke(
+            "compare", ROOT / "scenarios" / "chat-assistant.yaml", "--by", "gpu", "--format", "json"
+        ).output
+    )
+    names = [g["group"] for g in d["groups"]]
+    assert "h200" in names and "mi300x" in names
+
+
+def test_sweep_rows_per_combination(tmp_path):
+    out = tmp_path / "sweep.csv"
+    r = invoke(
+        "sweep",
+        chat(tmp_path),
+        "--set",
+        "workloads.chat.users=100,400",
+        "--set",
+        "budget.max_usd=1e3,null",
+        "--out",
+        out,
+    )
+    assert r.exit_code == 0, r.output
+    lines = [
+        ln for ln in r.output.splitlines() if ln.strip() and not ln.startswith(("-", " workloads"))
+    ]
+    assert len([ln for ln in lines if ln.split()[0] in ("100", "400")]) == 4
+    rows = list(csv.DictReader(out.open()))
+    assert {r_["workloads.chat.users"] for r_ in rows} == {"100", "400"}
+
+
+def test_sweep_bad_set_is_bad_input(tmp_path):
+    r = invoke("sweep", chat(tmp_path), "--set", "users")
+    assert r.exit_code == 2 and "KEY=V1,V2" in r.output
+    r = invoke("sweep", chat(tmp_path), "--set", "workloads.nope.users=1")
+    assert r.exit_code == 2 and "no list item named 'nope'" in r.output
+
+
+def test_csv_cells_that_would_run_as_formulas_are_escaped(tmp_path):
+    assert escape_cell("=SUM(A1)") == "'=SUM(A1)"
+    assert escape_cell("+1") == "'+1" and escape_cell("@x") == "'@x" and escape_cell("-x") == "'-x"
+    assert escape_cell(-3.5) == -3.5 and escape_cell("ok") == "ok"
+    p = tmp_path / "x.csv"
+    write_csv([{"workload": "=cmd|'/c calc'!A1", "n": -1}], p)
+    row = next(csv.DictReader(p.open()))
+    assert row["workload"].startswith("'=") and row["n"] == "-1"
+
+
+def test_csv_write_is_atomic(tmp_path):
+    p = tmp_path / "plans.csv"
+    p.write_text("old")
+
+    class Boom:
+        def __str__(self):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        write_csv([{"a": Boom()}], p)
+    assert p.read_text() == "old"
+    assert [f.name for f in tmp_path.iterdir()] == ["plans.csv"]
+
+
+def test_planner_capacity_respects_targets(tmp_path):
+    pl = Planner(load_scenario(chat(tmp_path, tps=30)))
+    for o in pl.options:
+        from planner.capacity import operating_point
+
+        op = operating_point(o.ev, o.workload, o.cap.units)
+        assert op.tokens_per_s >= 30 - 1e-9 and op.ttft_s <= 2.0 + 1e-9
