@@ -33,6 +33,7 @@ class Limits:
     available: dict[str, int] | None = None
     max_usd: float | None = None
     max_power_kw: float | None = None
+    max_types: int | None = None  # at most this many GPU types in the fleet
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,12 @@ def solve(
                     sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g)
                     <= limits.available[g]
                 )
-    if limits.single_type:
+    max_types = 1 if limits.single_type else limits.max_types
+    if max_types is not None:
         use = {g: m.NewBoolVar(f"use_{g}") for g in types}
         for i, o in enumerate(options):
             m.Add(x[i] == 0).OnlyEnforceIf(use[o.gpu].Not())
-        m.AddExactlyOne(use.values())
+        m.Add(sum(use.values()) <= max_types)
     if limits.max_usd is not None:
         m.Add(sum(o.cost * x[i] for i, o in enumerate(options)) <= int(limits.max_usd))
     if limits.max_power_kw is not None:

@@ -83,6 +83,7 @@ class Fleet(BaseModel):
     gpus: list[str] | None = None  # allowed GPU types (default: the whole catalogue)
     vendors: list[Literal["nvidia", "amd", "intel"]] | None = None
     single_type: bool = False
+    max_types: int | None = Field(None, ge=1, description="at most this many GPU types")
     max_gpus_per_replica: int = Field(16, ge=1)
     available: dict[str, int] = {}  # GPUs obtainable per type
 

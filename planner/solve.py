@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from estimator import Accelerator, LanguageModel, get_gpu, get_model, gpu_catalog
 
@@ -202,6 +202,7 @@ class Planner:
             available=self.available or None,
             max_usd=b.max_usd,
             max_power_kw=b.max_power_kw,
+            max_types=self.sc.fleet.max_types,
         )
 
     def required(self) -> dict[str, int]:
@@ -319,10 +320,10 @@ class Planner:
         lim = self.limits()
         b = self.sc.budget
         trials = [
-            ("budget", Limits(lim.single_type, lim.available, None, lim.max_power_kw)),
-            ("power", Limits(lim.single_type, lim.available, lim.max_usd, None)),
-            ("inventory", Limits(lim.single_type, None, lim.max_usd, lim.max_power_kw)),
-            ("single_type", Limits(False, lim.available, lim.max_usd, lim.max_power_kw)),
+            ("budget", replace(lim, max_usd=None)),
+            ("power", replace(lim, max_power_kw=None)),
+            ("inventory", replace(lim, available=None)),
+            ("single_type", replace(lim, single_type=False, max_types=None)),
         ]
         parts = []
         for name, relaxed_lim in trials:
@@ -355,7 +356,8 @@ class Planner:
                 )
             else:
                 parts.append(
-                    f"no single GPU type serves every workload within the limits; a mixed "
+                    f"no fleet of so few GPU types (single_type / max_types) serves every workload "
+                    "within the limits; a mixed "
                     f"fleet would: {plan.label()}, ${plan.cost_usd:,.0f}"
                 )
         if parts:

@@ -84,6 +84,8 @@ def _brute(options, required, limits):
         used = [g for g, n in by_type.items() if n]
         if limits.single_type and len(used) > 1:
             continue
+        if limits.max_types is not None and len(used) > limits.max_types:
+            continue
         if limits.available and any(by_type.get(g, 0) > a for g, a in limits.available.items()):
             continue
         cost = sum(o.cost * n for o, n in zip(options, xs, strict=True))
@@ -192,6 +194,12 @@ def test_power_limit_holds(tmp_path):
         assert res.plan.power_kw <= cap + 1e-6
     else:
         assert "power cap" in res.reason
+
+
+def test_max_types_limit_holds():
+    sc = load_scenario(ROOT / "benchmarks" / "three_workloads.yaml")
+    res = plan_scenario(sc, top=1)
+    assert res.feasible and len(res.plan.gpus_by_type) <= 2
 
 
 def test_vendor_filter(tmp_path):
