@@ -129,7 +129,7 @@ def result_table(r: PlanResult, top: int) -> str:
     if not r.feasible:
         out.append(f"NO FEASIBLE PLAN: {r.reason}")
         out += [f"note: {n}" for n in r.notes]
-        return "\n".join(out)
+        return "\n".join(out) + "\n"
     p = r.plan
     out.append(
         f"Recommendation: buy {p.label()}"

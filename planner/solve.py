@@ -311,7 +311,7 @@ class Planner:
                 if cap.best_ttft_s > w.ttft_s:
                     msgs.append(
                         f"no plan meets TTFT {w.ttft_s:g} s (p{w.ttft_percentile:g}): the "
-                        f"fastest candidate, {c.label()}, reaches {cap.best_ttft_s:.2f} s"
+                        f"fastest candidate, {c.label()}, reaches {cap.best_ttft_s:.3g} s"
                     )
             if not msgs:
                 msgs.append("no single candidate meets TTFT and tokens/s together")
