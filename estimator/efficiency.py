@@ -22,6 +22,7 @@ class Efficiency:
     collective_base_us: float
     layer_overhead_us: float
     step_overhead_ms: float
+    seq_overhead_us: float
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,7 @@ class Evaluator:
         per_token = ACT_BYTES * (4 * h + (qkv + 3 * widest) / tp)
         logits = min(256, self.engine.max_num_batched_tokens) * m.vocab_size / tp * 4.0  # fp32
         self.activation_bytes = self.engine.max_num_batched_tokens * per_token + logits
+        self.act_traffic = self._activation_traffic_per_token()
         self.overhead_bytes = runtime_overhead_bytes(self.gpus)
         cap = gpu.memory_bytes
         fixed = self.weight_bytes + self.activation_bytes + self.overhead_bytes
@@ -168,6 +169,44 @@ class Evaluator:
         self.peak_attn = gpu.peak_flops(self.attn_precision) * self.eff.compute
         self.bw = gpu.bandwidth_bytes_s * self.eff.memory
         self.layers_per_stage = -(-m.num_layers // pp)
+
+    def _activation_traffic_per_token(self) -> float:
+        """HBM bytes one token's activations move per GPU per forward step in one pipeline
+        stage: every GEMM writes its output and the next kernel reads it back (16-bit);
+        hidden-size tensors are whole on every TP rank, intermediate ones are 1/TP. This is
+        what makes small-active MoE models stop scaling at large batch."""
+        m, tp, h = self.model, self.tp, self.model.hidden_size
+        a = m.attention
+        total = 0.0
+        for layer, n in m.layer_counts.items():
+            per = 4 * h  # residual add and norm: read and write the hidden state
+            if layer.mixer == "attention":
+                q = a.num_heads * a.head_dim
+                kvd = 0 if a.kind == "mla" else 2 * a.num_kv_heads * a.head_dim
+                per += 2 * h + 2 * (q + kvd) / tp + 2 * a.num_heads * a.v_dim / tp
+            elif layer.mixer == "mamba":
+                per += 2 * h + 6 * m.mamba.d_inner / tp
+            if layer.mlp == "dense":
+                per += 2 * h + 6 * m.dense_mlp.intermediate_size / tp
+            elif layer.mlp == "moe":
+                mo = m.moe
+                per += 2 * h * (1 + mo.top_k)  # dispatch copies per routed expert
+                per += (
+                    6 * (mo.top_k * mo.expert_intermediate_size + mo.shared_intermediate_size) / tp
+                )
+            total += n * per
+        return total * ACT_BYTES / self.pp
+
+    def with_efficiency(self, eff: Efficiency) -> Evaluator:
+        """A copy that runs with other efficiency factors (cheap: memory terms are shared)."""
+        import copy
+
+        ev = copy.copy(self)
+        ev.eff = eff
+        ev.peak = self.gpu.peak_flops(self.precision) * eff.compute
+        ev.peak_attn = self.gpu.peak_flops(self.attn_precision) * eff.compute
+        ev.bw = self.gpu.bandwidth_bytes_s * eff.memory
+        return ev
 
     # ---- memory -----------------------------------------------------------------------
     def kv_bytes_per_gpu(self, batch, context):
@@ -223,6 +262,7 @@ class Evaluator:
             * (
                 m.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
                 + 2 * self.state_bytes
+                + self.act_traffic
             )
         )
         mm = micro * self.matmul_flops_token / self.gpus
@@ -233,12 +273,13 @@ class Evaluator:
         over = self.layers_per_stage * self.eff.layer_overhead_us * 1e-6
         stage = np.maximum(t_mem, t_cmp) + t_comm + over
         pp = self.pp
+        host = self.eff.step_overhead_ms * 1e-3 + b * self.eff.seq_overhead_us * 1e-6
         return StepTimes(
             memory=pp * t_mem,
             compute=pp * t_cmp,
             comm=pp * t_comm,
-            overhead=pp * over + self.eff.step_overhead_ms * 1e-3,
-            total=pp * stage + self.eff.step_overhead_ms * 1e-3,
+            overhead=pp * over + host,
+            total=pp * stage + host,
             bytes_per_gpu=stage_bytes,
             flops_per_gpu=mm + at,
         )
@@ -256,7 +297,8 @@ class Evaluator:
             + self.expert_stream * touched
             + b * m.kv_bytes_per_sequence(n, self.kvfmt.bytes_per_value) * self.kv_share
             + b * self.state_bytes
-        ) / 1.0
+            + tokens * self.act_traffic
+        )
         mm = tokens * self.matmul_flops_token / self.gpus
         at = b * (m.attention_flops_prefill(n) + n * m.ssm_flops_per_token()) / self.gpus
         t_mem = stage_bytes / self.bw
@@ -265,12 +307,13 @@ class Evaluator:
         over = self.layers_per_stage * self.eff.layer_overhead_us * 1e-6
         stage = np.maximum(t_mem, t_cmp) + t_comm + over
         passes = (b + self.pp - 1) / b  # pipeline fill: one prompt crosses every stage
+        host = self.eff.step_overhead_ms * 1e-3 + b * self.eff.seq_overhead_us * 1e-6
         return StepTimes(
             memory=t_mem * passes,
             compute=t_cmp * passes,
             comm=t_comm * passes,
-            overhead=over * passes + self.eff.step_overhead_ms * 1e-3,
-            total=stage * passes + self.eff.step_overhead_ms * 1e-3,
+            overhead=over * passes + host,
+            total=stage * passes + host,
             bytes_per_gpu=stage_bytes,
             flops_per_gpu=mm + at,
         )

@@ -40,7 +40,8 @@ def test_kv_memory_four_users_8k(llama70, h100):
 
 def test_decode_step_hand_computed_llama8b(h100):
     """Batch 1, BF16, one H100: t = bytes / (bandwidth x eff) + fixed overheads, where bytes
-    = every weight but the input-embedding table (a gather) + the KV cache read."""
+    = every weight but the input-embedding table (a gather) + the KV cache read + the token's
+    activations written and read back between kernels."""
     m = get_model("llama-3.1-8b")
     eff = efficiency_for(h100.family)
     ev = Evaluator(m, h100, Parallel())
@@ -49,9 +50,15 @@ def test_decode_step_hand_computed_llama8b(h100):
     c = m.counts
     weight_bytes = (c.total - c.embed) * 2
     kv = ctx * 131072
-    t_mem = (weight_bytes + kv) / (3350e9 * eff.memory)
+    h, q, kv_dims, inter = 4096, 4096, 2 * 1024, 14336
+    per_layer = 4 * h + (2 * h + 2 * (q + kv_dims) + 2 * q) + (2 * h + 6 * inter)
+    act = 32 * per_layer * 2  # = 8,912,896 bytes per token
+    assert act == 8_912_896
+    t_mem = (weight_bytes + kv + act) / (3350e9 * eff.memory)
     assert float(st.memory) == pytest.approx(t_mem, rel=1e-6)
-    overhead = 32 * eff.layer_overhead_us * 1e-6 + eff.step_overhead_ms * 1e-3
+    overhead = (
+        32 * eff.layer_overhead_us * 1e-6 + eff.step_overhead_ms * 1e-3 + eff.seq_overhead_us * 1e-6
+    )
     assert float(st.total) == pytest.approx(t_mem + overhead, rel=1e-6)
     assert st.bottleneck() == "memory"
 
