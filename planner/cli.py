@@ -540,3 +540,134 @@ def sweep_cmd(ctx, scenario_file, sets, fmt, out):
         write_csv(rows, out)
     if not any(r.feasible for _, r in results):
         sys.exit(EXIT_INFEASIBLE)
+
+
+# ---------------------------------------------------------------------------- validation
+@main.command("validate")
+@click.option(
+    "--data",
+    "data",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="CSV of measurements in the validation columns (default: the shipped set).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+@click.option("--cv", is_flag=True, help="Also leave-one-source-out cross-validation.")
+@click.option("--report", type=click.Path(dir_okay=False), help="Write the Markdown report here.")
+@friendly_errors
+def validate_cmd(data, fmt, cv, report):
+    """Predict every published measurement and report the error."""
+    from pathlib import Path
+
+    from estimator.efficiency import calibration
+
+    from . import validation as v
+
+    files = [Path(d) for d in data] or v.shipped_files()
+    for f in files:
+        if not f.is_file():
+            raise EstimatorError(f"validation data not found: {f}")
+    rep = v.run(files, cross_validation=cv or bool(report))
+    recs = v.row_records(rep)
+    if fmt == "json":
+        click.echo(_dump({"rows": recs, "summary": rep.summary, "cv_summary": rep.cv_summary}))
+    elif fmt == "csv":
+        import pandas as pd
+
+        click.echo(pd.DataFrame(recs).to_csv(index=False), nl=False)
+    else:
+        rows = [
+            [
+                r["model"].split("/")[-1][:28],
+                r["gpu"][:18],
+                r.get("tp"),
+                r.get("weight_dtype"),
+                f"{r.get('isl')}/{r.get('osl')}",
+                r.get("concurrency_or_batch") or "max",
+                r["metric"],
+                r["value"],
+                "-" if r["predicted"] is None else f"{r['predicted']:.4g}",
+                "-" if r["error_pct"] is None else f"{r['error_pct']:+.0f}%",
+                r["status"] if r["status"] != "evaluated" else "",
+            ]
+            for r in recs
+        ]
+        click.echo(
+            tabulate(
+                rows,
+                headers=[
+                    "model",
+                    "gpu",
+                    "tp",
+                    "w",
+                    "in/out",
+                    "conc",
+                    "metric",
+                    "measured",
+                    "predicted",
+                    "error",
+                    "status",
+                ],
+            )
+        )
+        for title, s in (("in-sample", rep.summary), ("leave-one-source-out", rep.cv_summary)):
+            if not s or not s.get("all"):
+                continue
+            click.echo(f"\nSummary ({title}): median |error|, p90 |error|, bias")
+            srows = [["all", *v._fmt_stats(s["all"])]]
+            for key in ("metric", "family", "source"):
+                srows += [[f"{key}: {k}", *v._fmt_stats(x)] for k, x in s[key].items()]
+            click.echo(tabulate(srows, headers=["", "rows", "median", "p90", "bias"]))
+    if report:
+        Path(report).parent.mkdir(parents=True, exist_ok=True)
+        text = v.markdown(rep, files, calibration())
+        tmp = Path(report).with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(report)
+
+
+@main.command("calibrate")
+@click.option(
+    "--data",
+    "data",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="CSV of measurements (default: the shipped set).",
+)
+@click.option("--write", is_flag=True, help="Write estimator/calibration.yaml.")
+@friendly_errors
+def calibrate_cmd(data, write):
+    """Fit the efficiency factors to the measurements (least squares on log error)."""
+    import datetime
+    from pathlib import Path
+
+    from . import validation as v
+
+    files = [Path(d) for d in data] or v.shipped_files()
+    if write:
+        doc = v.write_calibration(files, datetime.date.today().isoformat())
+        click.echo(_dump({k: doc[k] for k in ("defaults", "families", "error", "rows_in_fit")}))
+        return
+    rows = v.load_rows(files)
+    cases = [c for c in (v.prepare(i, r) for i, r in enumerate(rows)) if isinstance(c, v.Case)]
+    params, info = v.fit(cases)
+    click.echo(
+        _dump(
+            {
+                "params": {
+                    "families": {k: list(map(float, x)) for k, x in params.families.items()},
+                    "collective_base_us": float(params.collective_base_us),
+                    "layer_overhead_us": float(params.layer_overhead_us),
+                    "step_overhead_ms": float(params.step_overhead_ms),
+                    "seq_overhead_us": float(params.seq_overhead_us),
+                },
+                "fit": info,
+            }
+        )
+    )

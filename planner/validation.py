@@ -25,7 +25,7 @@ import numpy as np
 
 from estimator import EstimatorError, Evaluator, Parallel, get_gpu, get_model
 from estimator.efficiency import Efficiency, efficiency_for
-from estimator.serving import closed_loop, saturated_tokens_per_s
+from estimator.serving import lockstep, saturated_tokens_per_s
 
 COLUMNS = [
     "source",
@@ -123,11 +123,10 @@ class Case:
     osl: int
     replicas: int
     n_gpus: int
-    percentile: float
+    clients: float  # closed loop: clients per replica (may exceed the running batch)
     fit: bool
     assumptions: list[str] = field(default_factory=list)
     dec: Parts | None = None
-    first: Parts | None = None
     pre: Parts | None = None
 
 
@@ -146,14 +145,16 @@ def _int(v: str) -> int | None:
 
 
 def source_key(src: str) -> str:
-    """Group rows by publisher for leave-one-source-out (the part before the first path)."""
-    s = src.strip()
-    for sep in (" @", " (", "#"):
-        s = s.split(sep)[0]
+    """Group rows by publication for leave-one-source-out: a repository (owner/name) or a
+    web page's site and first path segment."""
+    s = src.strip().split(" ")[0]
     if s.startswith("http"):
         parts = s.split("/")
-        return "/".join(parts[:4]) if len(parts) > 3 else s
-    return s.split(":")[0] + (":" + s.split(":")[1].split("/")[0] if ":" in s else "")
+        return "/".join(parts[2:4]) if len(parts) > 3 else parts[2]
+    if ":" in s:
+        kind, rest = s.split(":", 1)
+        return f"{kind}:{'/'.join(rest.split('/')[:2])}"
+    return s
 
 
 def _decompose(ev: Evaluator, ev1: Evaluator, st_fn) -> Parts:
@@ -237,18 +238,16 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         )
     )
     conc = _int(row.get("concurrency_or_batch"))
-    max_b = int(ev.max_batch(isl + osl))
+    max_b = min(int(ev.max_batch(isl + osl)), ev.engine.max_num_seqs)
     if max_b < 1:
         return Skipped(idx, row, "does not fit in memory in the estimator")
     if conc is None:
-        kind, b = "offline", min(max_b, ev.engine.max_num_seqs)
-    else:
-        kind, b = "closed", conc / par.replicas
-        if b > max_b:
-            assumptions.append(
-                f"concurrency {b:g} per replica exceeds the {max_b} that fit: capped"
-            )
-            b = max_b
+        kind, b, clients = "offline", max_b, float(max_b)
+    else:  # fixed-length closed loop: lockstep waves of at most max_b running sequences
+        kind, clients = "closed", conc / par.replicas
+        b = min(clients, max_b)
+        if clients > max_b:
+            assumptions.append(f"{clients:g} clients per replica, {max_b} fit: the rest wait")
     known = {
         "output_tok_s_total",
         "output_tok_s_per_gpu",
@@ -275,13 +274,12 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         osl,
         par.replicas,
         n,
-        50.0,
+        clients,
         fit=not any(f in notes for f in FIT_EXCLUDE_FLAGS),
         assumptions=assumptions,
     )
     ctx = isl + osl / 2
     case.dec = _decompose(ev, ev1, lambda e: e.decode_step(b, ctx))
-    case.first = _decompose(ev, ev1, lambda e: e.decode_step(b, isl))
     case.pre = _decompose(ev, ev1, lambda e: e.prefill(1, isl))
     return case
 
@@ -335,9 +333,9 @@ class Batch:
     def __init__(self, cases: list[Case]):
         self.cases = cases
         self.dec = Parts.stack([c.dec for c in cases])
-        self.first = Parts.stack([c.first for c in cases])
         self.pre = Parts.stack([c.pre for c in cases])
         self.b = np.array([c.batch for c in cases])
+        self.clients = np.array([c.clients for c in cases])
         self.osl = np.array([c.osl for c in cases], float)
         self.isl = np.array([c.isl for c in cases], float)
         self.rep = np.array([c.replicas for c in cases], float)
@@ -357,7 +355,6 @@ class Batch:
             p.seq_overhead_us * 1e-6,
         )
         t_dec = self.dec.time(me, ce, *k)
-        t_first = self.first.time(me, ce, *k)
         s = self.pre.compute / ce + self.pre.comm + self.pre.collectives * k[0]
         s_alone = self.pre.time(me, ce, *k)
         out = np.empty(len(self.cases))
@@ -367,7 +364,7 @@ class Batch:
                 tok = self.rep[i] * saturated_tokens_per_s(t_dec[i], s[i], self.b[i], osl)
                 tpot = ttft = float("nan")
             else:
-                lt = closed_loop(t_dec[i], t_first[i], s[i], s_alone[i], self.b[i], osl, 50.0)
+                lt = lockstep(t_dec[i], s[i], s_alone[i], self.clients[i], osl, self.b[i])
                 tok = self.rep[i] * float(lt.output_tokens_per_s)
                 tpot, ttft = float(lt.tpot_s), float(lt.ttft_mean_s)
             m = self.metric[i]
@@ -406,17 +403,28 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     for c in use:
         counts[c.family] = counts.get(c.family, 0) + 1
     fams = sorted(f for f, n in counts.items() if n >= MIN_ROWS_PER_FAMILY)
+    # The defaults (for families without enough data) are fitted only on rows of such
+    # families; when there are none they become the row-weighted mean of the fitted families.
+    own_default = any(counts[f] for f in counts if f not in fams)
+    nd = 2 if own_default else 0
 
     def unpack(x: np.ndarray) -> Params:
-        d = {"default": (x[0], x[1])}
+        d = {}
         for i, f in enumerate(fams):
-            d[f] = (x[2 + 2 * i], x[3 + 2 * i])
-        k = 2 + 2 * len(fams)
+            d[f] = (x[nd + 2 * i], x[nd + 1 + 2 * i])
+        if own_default:
+            d["default"] = (x[0], x[1])
+        else:
+            w = np.array([counts[f] for f in fams], float)
+            d["default"] = tuple(
+                float(np.average([d[f][k] for f in fams], weights=w)) for k in (0, 1)
+            )
+        k = nd + 2 * len(fams)
         return Params(d, x[k], x[k + 1], x[k + 2], x[k + 3])
 
-    x0 = [0.8, 0.6] + [0.8, 0.6] * len(fams) + [6.6, 4.0, 1.0, 2.0]
-    lo = [0.2, 0.1] + [0.2, 0.1] * len(fams) + [0.0, 0.0, 0.0, 0.0]
-    hi = [1.0, 1.0] + [1.0, 1.0] * len(fams) + [50.0, 50.0, 20.0, 50.0]
+    x0 = [0.8, 0.6] * (len(fams) + nd // 2) + [6.6, 4.0, 1.0, 2.0]
+    lo = [0.2, 0.1] * (len(fams) + nd // 2) + [0.0, 0.0, 0.0, 0.0]
+    hi = [1.0, 1.0] * (len(fams) + nd // 2) + [50.0, 200.0, 20.0, 50.0]
 
     def resid(x):
         r = np.log(batch.predict(unpack(x)) / batch.measured)
@@ -478,3 +486,296 @@ def cross_validate(cases: list[Case]) -> np.ndarray:
 
 def finite(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else x
+
+
+# ---- running, reporting, writing the calibration ----------------------------------------
+SHIPPED = Path(__file__).resolve().parent.parent / "validation"
+
+
+def shipped_files() -> list[Path]:
+    return sorted(p for p in SHIPPED.glob("llm_*.csv"))
+
+
+@dataclass
+class Report:
+    cases: list[Case]
+    skipped: list[Skipped]
+    predicted: np.ndarray
+    summary: dict
+    cv_predicted: np.ndarray | None = None
+    cv_summary: dict | None = None
+
+
+def run(paths: list[Path], cross_validation: bool = False) -> Report:
+    rows = load_rows(paths)
+    prepped = [prepare(i, r) for i, r in enumerate(rows)]
+    cases = [c for c in prepped if isinstance(c, Case)]
+    skipped = [c for c in prepped if isinstance(c, Skipped)]
+    if not cases:
+        return Report(cases, skipped, np.array([]), {"all": None})
+    pred = Batch(cases).predict(current_params(sorted({c.family for c in cases})))
+    rep = Report(cases, skipped, pred, summarise(cases, pred))
+    if cross_validation:
+        rep.cv_predicted = cross_validate(cases)
+        rep.cv_summary = summarise(cases, rep.cv_predicted)
+    return rep
+
+
+def row_records(rep: Report) -> list[dict]:
+    """Per-row output: the input columns plus predicted, error_pct, status."""
+    out = []
+    for c, p in zip(rep.cases, rep.predicted, strict=True):
+        rec = {k: v for k, v in c.row.items() if not k.startswith("_")}
+        rec.update(
+            predicted=finite(float(p)),
+            error_pct=finite(float(100 * (p - c.measured) / c.measured)),
+            status="evaluated",
+            used_in_fit=c.fit,
+            assumptions="; ".join(c.assumptions),
+        )
+        if rep.cv_predicted is not None:
+            cvp = float(rep.cv_predicted[rep.cases.index(c)])
+            rec["cv_predicted"] = finite(cvp)
+            rec["cv_error_pct"] = finite(100 * (cvp - c.measured) / c.measured)
+        out.append(rec)
+    for s in rep.skipped:
+        rec = {k: v for k, v in s.row.items() if not k.startswith("_")}
+        rec.update(predicted=None, error_pct=None, status=f"skipped: {s.reason}")
+        out.append(rec)
+    return out
+
+
+def write_calibration(paths: list[Path], date: str, target: Path | None = None) -> dict:
+    """Fit on every shipped/given row, cross-validate by source, and write the one file the
+    estimator reads its efficiency factors from."""
+    import hashlib
+
+    import yaml
+
+    rows = load_rows(paths)
+    cases = [c for c in (prepare(i, r) for i, r in enumerate(rows)) if isinstance(c, Case)]
+    params, info = fit(cases)
+    pred = Batch(cases).predict(params)
+    cv = cross_validate(cases)
+    ins, cvs = summarise(cases, pred), summarise(cases, cv)
+
+    def r4(x):
+        return round(float(x), 4)
+
+    fams = {
+        f: {"memory": r4(m), "compute": r4(c)}
+        for f, (m, c) in params.families.items()
+        if f != "default"
+    }
+    dm, dc = params.families["default"]
+    doc = {
+        "status": "fitted",
+        "fitted_on": date,
+        "command": "planner calibrate --write",
+        "inputs": [
+            {
+                "file": _rel(p),
+                "sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16],
+            }
+            for p in paths
+        ],
+        "rows_evaluated": len(cases),
+        "rows_in_fit": info["rows"],
+        "defaults": {
+            "memory": r4(dm),
+            "compute": r4(dc),
+            "comm_latency_scale": 1.0,
+            "collective_base_us": r4(params.collective_base_us),
+            "layer_overhead_us": r4(params.layer_overhead_us),
+            "step_overhead_ms": r4(params.step_overhead_ms),
+            "seq_overhead_us": r4(params.seq_overhead_us),
+        },
+        "families": fams,
+        "links": {"nic_latency_us": 8.0},
+        "error": {
+            "in_sample": {k: _slim(ins["metric"].get(k)) for k in ("throughput", "latency")},
+            "leave_one_source_out": {
+                k: _slim(cvs["metric"].get(k)) for k in ("throughput", "latency")
+            },
+        },
+    }
+    target = target or Path(__file__).resolve().parent.parent / "estimator" / "calibration.yaml"
+    header = (
+        "# Efficiency factors: the achieved share of datasheet peaks. The ONE place they live.\n"
+        "# Written by `planner calibrate --write` (planner/validation.py): a bounded, robust\n"
+        "# least-squares fit of log(predicted/measured) over the published measurements in the\n"
+        "# inputs below; families with fewer than 15 rows use the defaults. Do not edit by hand:\n"
+        "# change the physics or the data and refit.\n"
+        "# memory/compute: achieved share of peak HBM bandwidth / dense FLOPS.\n"
+        "# collective_base_us: fixed start-up latency per collective; layer_overhead_us: fixed\n"
+        "# cost per layer per step (kernel launches and gaps); step_overhead_ms: per engine step;\n"
+        "# seq_overhead_us: host work per running sequence per step (sampling, scheduling).\n"
+        "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
+    )
+    text = header + yaml.safe_dump(doc, sort_keys=False)
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(target)
+    from estimator.efficiency import calibration
+
+    calibration.cache_clear()
+    return doc
+
+
+def _slim(s: dict | None) -> dict | None:
+    if not s:
+        return None
+    return {
+        "n": s["n"],
+        "median_abs_pct": round(s["median_abs_pct"], 2),
+        "p90_abs_pct": round(s["p90_abs_pct"], 2),
+        "bias_pct": round(s["bias_pct"], 2),
+    }
+
+
+def _why(c: Case, err: float) -> str:
+    """A short, automatic reading of why a row misses (where a known effect applies)."""
+    notes = c.row.get("notes", "")
+    reasons = []
+    if "QUEUEING-DOMINATED" in notes:
+        reasons.append("TTFT at saturation is queueing for memory slots (lockstep waves)")
+    if c.kind == "offline" and c.batch >= 2048:
+        reasons.append("batch set by the engine's max_batch_size (not published; we assume 2048)")
+    model = c.row.get("model", "")
+    if any(k in model for k in ("A3B", "A22B", "16E", "128E", "Mixtral")):
+        reasons.append("MoE: expert GEMMs with few tokens each run below the dense-GEMM efficiency")
+    if "RTX-PRO" in c.row.get("gpu", "") and (_int(c.row.get("tp")) or 1) > 1:
+        reasons.append("TP over PCIe: real collectives slower than the alpha-beta model")
+    if c.assumptions:
+        reasons.append("assumed: " + "; ".join(c.assumptions))
+    if not reasons:
+        reasons.append("over-predicted" if err > 0 else "under-predicted")
+    return "; ".join(reasons)
+
+
+def _fmt_stats(s: dict | None) -> list[str]:
+    if not s:
+        return ["-", "-", "-", "-"]
+    return [
+        str(s["n"]),
+        f"{s['median_abs_pct']:.1f}%",
+        f"{s['p90_abs_pct']:.1f}%",
+        f"{s['bias_pct']:+.1f}%",
+    ]
+
+
+def _rel(f: Path) -> str:
+    return str(f.relative_to(SHIPPED.parent)) if f.is_relative_to(SHIPPED.parent) else str(f)
+
+
+def markdown(rep: Report, files: list[Path], cal: dict) -> str:
+    from tabulate import tabulate
+
+    head = ["", "rows", "median |error|", "p90 |error|", "bias (median signed)"]
+    lines = [
+        "# Validation: the estimator against published measurements",
+        "",
+        "Generated by `planner validate --cv --report docs/VALIDATION.md`; do not edit by hand.",
+        "",
+        "## What was compared",
+        "",
+        f"Inputs: {', '.join(_rel(f) for f in files)}. "
+        f"{len(rep.cases)} rows evaluated, {len(rep.skipped)} skipped (reasons below). "
+        "Each row is a "
+        "published number measured on real GPUs (see `validation/README.md` for the columns and "
+        "sources); the estimator predicts it from the model's config, the GPU preset and the "
+        "row's split, formats, engine, lengths and concurrency. Offline max-throughput rows use "
+        "the KV-limited batch under the engine's memory policy; closed-loop rows use the serving "
+        "model of `estimator/serving.py` at the published concurrency.",
+        "",
+        f"Calibration: `estimator/calibration.yaml`, status `{cal.get('status')}`, fitted on "
+        f"{cal.get('fitted_on')}, by `{cal.get('command', 'n/a')}`. The headline error is the "
+        "**leave-one-source-out** cross-validated one: each source's rows are predicted with "
+        "factors fitted on the other sources only.",
+        "",
+    ]
+    for title, summ in (
+        ("Leave-one-source-out (cross-validated)", rep.cv_summary),
+        ("In-sample (current calibration)", rep.summary),
+    ):
+        if summ is None:
+            continue
+        lines += [f"## {title}", ""]
+        rows = [["all", *_fmt_stats(summ["all"])]]
+        rows += [[f"metric: {k}", *_fmt_stats(v)] for k, v in summ["metric"].items()]
+        rows += [[f"GPU family: {k}", *_fmt_stats(v)] for k, v in summ["family"].items()]
+        rows += [[f"source: {k}", *_fmt_stats(v)] for k, v in summ["source"].items()]
+        lines += [tabulate(rows, headers=head, tablefmt="github"), ""]
+    pred = rep.cv_predicted if rep.cv_predicted is not None else rep.predicted
+    err = error_pct(pred, np.array([c.measured for c in rep.cases]))
+    order = np.argsort(-np.nan_to_num(np.abs(err), nan=-1))[:15]
+    lines += [
+        "## Worst rows and why they miss",
+        "",
+        "Cross-validated error. 'Why' lists the known effects that apply to the row.",
+        "",
+    ]
+    rows = []
+    for i in order:
+        c = rep.cases[i]
+        rows.append(
+            [
+                c.row["model"].split("/")[-1],
+                c.row["gpu"],
+                f"TP{c.row.get('tp')}",
+                c.row.get("weight_dtype"),
+                f"{c.isl}/{c.osl}",
+                c.row.get("concurrency_or_batch") or "max",
+                c.metric,
+                f"{c.measured:g}",
+                f"{pred[i]:.4g}",
+                f"{err[i]:+.0f}%",
+                _why(c, err[i]),
+            ]
+        )
+    lines += [
+        tabulate(
+            rows,
+            headers=[
+                "model",
+                "gpu",
+                "split",
+                "weights",
+                "in/out",
+                "conc.",
+                "metric",
+                "measured",
+                "predicted",
+                "error",
+                "why",
+            ],
+            tablefmt="github",
+        ),
+        "",
+    ]
+    if rep.skipped:
+        from collections import Counter
+
+        cnt = Counter(s.reason for s in rep.skipped)
+        lines += [
+            "## Skipped rows",
+            "",
+            tabulate(
+                [[r, n] for r, n in cnt.most_common()],
+                headers=["reason", "rows"],
+                tablefmt="github",
+            ),
+            "",
+        ]
+    lines += [
+        "## Missing physics (what the remaining error points at)",
+        "",
+        "- MoE expert GEMMs with few tokens per expert run well below dense-GEMM efficiency;",
+        "  we fit one compute efficiency per GPU family for dense and MoE alike.",
+        "- Offline benchmarks' engine batch caps (`max_batch_size`, `max_num_tokens`) are not",
+        "  published; we assume the engine defaults.",
+        "- Closed-loop benchmark rows are modelled as lockstep waves (fixed lengths, no think",
+        "  time); chunked-prefill scheduling details of each engine are not modelled.",
+        "",
+    ]
+    return "\n".join(lines)

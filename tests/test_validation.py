@@ -1,0 +1,119 @@
+"""Validation against published measurements, calibration, and the error guard."""
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from estimator.efficiency import calibration
+from estimator.serving import lockstep
+from planner import validation as v
+from planner.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def report():
+    return v.run(v.shipped_files(), cross_validation=True)
+
+
+def test_shipped_data_is_mostly_evaluated(report):
+    assert len(report.cases) >= 400
+    assert len(report.skipped) < 0.2 * (len(report.cases) + len(report.skipped))
+    assert all(s.reason for s in report.skipped)
+
+
+def test_cross_validated_error_not_worse_than_recorded(report):
+    """Fails if the leave-one-source-out median error gets worse than the figure recorded by
+    the last `planner calibrate --write` by more than two percentage points."""
+    rec = calibration()["error"]["leave_one_source_out"]
+    for metric in ("throughput", "latency"):
+        now = report.cv_summary["metric"][metric]["median_abs_pct"]
+        assert now <= rec[metric]["median_abs_pct"] + 2.0, (metric, now, rec[metric])
+
+
+def test_in_sample_error_matches_recorded(report):
+    rec = calibration()["error"]["in_sample"]
+    for metric in ("throughput", "latency"):
+        now = report.summary["metric"][metric]["median_abs_pct"]
+        assert now == pytest.approx(rec[metric]["median_abs_pct"], abs=0.5)
+
+
+def test_fitted_factors_are_physical():
+    cal = calibration()
+    assert cal["status"] == "fitted"
+    for fam in [cal["defaults"], *cal["families"].values()]:
+        assert 0 < fam["memory"] <= 1 and 0 < fam["compute"] <= 1
+    d = cal["defaults"]
+    for k in ("collective_base_us", "layer_overhead_us", "step_overhead_ms", "seq_overhead_us"):
+        assert d[k] >= 0
+
+
+def test_validate_json_keeps_columns_and_adds_prediction(tmp_path):
+    src = ROOT / "validation" / "llm_measured_public.csv"
+    rows = list(csv.DictReader(src.open()))[:40]
+    rows.append({**rows[0], "model": "acme/NoSuchModel-7B"})
+    p = tmp_path / "mine.csv"
+    with p.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    r = CliRunner().invoke(main, ["validate", "--data", str(p), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    recs = d["rows"]
+    assert len(recs) == 41
+    ok = [x for x in recs if x["status"] == "evaluated"]
+    assert ok and all("predicted" in x and "error_pct" in x and "source" in x for x in ok)
+    bad = [x for x in recs if x["model"] == "acme/NoSuchModel-7B"]
+    assert bad[0]["status"].startswith("skipped: unknown model")
+
+
+def test_validate_table_and_csv():
+    r = CliRunner().invoke(main, ["validate", "--format", "csv"])
+    assert r.exit_code == 0
+    rows = list(csv.DictReader(r.output.splitlines()))
+    assert {"predicted", "error_pct", "status"} <= set(rows[0])
+    t = CliRunner().invoke(main, ["validate"])
+    assert t.exit_code == 0 and "Summary (in-sample)" in t.output
+
+
+def test_missing_data_file_is_bad_input():
+    r = CliRunner().invoke(main, ["validate", "--data", "nope.csv"])
+    assert r.exit_code == 2 and "not found" in r.output
+
+
+def test_write_calibration_round_trip(tmp_path):
+    target = tmp_path / "calibration.yaml"
+    doc = v.write_calibration(v.shipped_files(), "2000-01-01", target)
+    text = target.read_text()
+    assert text.startswith("# Efficiency factors")
+    loaded = yaml.safe_load(text)
+    assert loaded["fitted_on"] == "2000-01-01" and loaded["defaults"] == doc["defaults"]
+    assert loaded["error"]["leave_one_source_out"]["throughput"]["n"] > 0
+    calibration.cache_clear()
+
+
+def test_lockstep_waves():
+    # one wave: mean TTFT = alone + (n-1)/2 prefills; cycle = n*s + O*t_dec
+    lt = lockstep(0.01, 0.02, 0.03, 5, 100)
+    assert float(lt.ttft_mean_s) == pytest.approx(0.03 + 2 * 0.02)
+    assert float(lt.output_tokens_per_s) == pytest.approx(5 * 100 / (5 * 0.02 + 100 * 0.01))
+    # clients beyond what fits wait whole cycles: TTFT jumps
+    more = lockstep(0.01, 0.02, 0.03, 10, 100, max_batch=5)
+    # half the clients wait one full cycle (1.1 s)
+    assert float(more.ttft_mean_s) == pytest.approx(float(lt.ttft_mean_s) + 0.5 * 1.1)
+    assert np.isclose(float(more.output_tokens_per_s), float(lt.output_tokens_per_s))
+
+
+def test_docs_report_generated(tmp_path):
+    out = tmp_path / "VALIDATION.md"
+    r = CliRunner().invoke(main, ["validate", "--report", str(out), "--format", "json"])
+    assert r.exit_code == 0
+    text = out.read_text()
+    assert "Leave-one-source-out" in text and "Worst rows" in text
