@@ -671,7 +671,7 @@ def _rel(f: Path) -> str:
 def markdown(rep: Report, files: list[Path], cal: dict) -> str:
     from tabulate import tabulate
 
-    head = ["", "rows", "median |error|", "p90 |error|", "bias (median signed)"]
+    head = ["", "rows", "median abs. error", "p90 abs. error", "bias (median signed error)"]
     lines = [
         "# Validation: the estimator against published measurements",
         "",
@@ -774,6 +774,9 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         "  we fit one compute efficiency per GPU family for dense and MoE alike.",
         "- Offline benchmarks' engine batch caps (`max_batch_size`, `max_num_tokens`) are not",
         "  published; we assume the engine defaults.",
+        "- One host overhead per running sequence for every engine: vLLM's Python scheduler",
+        "  costs more than TensorRT-LLM's C++ one; on AMD (all vLLM-on-ROCm rows) the fitted",
+        "  cdna3 compute efficiency absorbs it, so treat it as an engine+GPU figure.",
         "- Closed-loop benchmark rows are modelled as lockstep waves (fixed lengths, no think",
         "  time); chunked-prefill scheduling details of each engine are not modelled.",
         "",
