@@ -249,12 +249,16 @@ class Evaluator:
         msg = np.asarray(tokens, float) * self.model.hidden_size * ACT_BYTES
         return comm.p2p(self.gpu, self.gpus, msg, self.eff)
 
-    def decode_step(self, batch, context) -> StepTimes:
-        """One decode step: every sequence of ``batch`` adds a token at ``context``."""
+    def decode_step(self, batch, context, tokens_per_seq: int = 1) -> StepTimes:
+        """One decode step: every sequence of ``batch`` adds a token at ``context``.
+        ``tokens_per_seq`` > 1 is a speculative verification step: each sequence runs that
+        many tokens through the model (compute, activations, experts, collectives scale with
+        it) but its KV cache is read once."""
         m = self.model
         b = np.asarray(batch, float)
         micro = np.maximum(b / self.pp, 1.0) if self.pp > 1 else b  # PP: micro-batches in flight
-        touched = expert_touch(m.moe.top_k, m.moe.num_experts, micro) if m.is_moe else 0.0
+        q = tokens_per_seq
+        touched = expert_touch(m.moe.top_k, m.moe.num_experts, micro * q) if m.is_moe else 0.0
         stage_bytes = (
             self.dense_stream
             + self.expert_stream * touched
@@ -262,14 +266,14 @@ class Evaluator:
             * (
                 m.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
                 + 2 * self.state_bytes
-                + self.act_traffic
+                + q * self.act_traffic
             )
         )
-        mm = micro * self.matmul_flops_token / self.gpus
-        at = micro * (m.attention_flops_decode(context) + m.ssm_flops_per_token()) / self.gpus
+        mm = micro * q * self.matmul_flops_token / self.gpus
+        at = micro * q * (m.attention_flops_decode(context) + m.ssm_flops_per_token()) / self.gpus
         t_mem = stage_bytes / self.bw
         t_cmp = mm / self.peak + at / self.peak_attn
-        t_comm = self._comm(micro) + self._pp_comm(micro)
+        t_comm = self._comm(micro * q) + self._pp_comm(micro * q)
         over = self.layers_per_stage * self.eff.layer_overhead_us * 1e-6
         stage = np.maximum(t_mem, t_cmp) + t_comm + over
         pp = self.pp

@@ -1,0 +1,293 @@
+"""Serving under load: a replica shared by many users, each in a closed loop.
+
+Each user sends a request, receives its answer, thinks (``think_time_s`` on average,
+exponential), and sends the next. The engine runs continuous batching: requests take a KV
+slot (at most ``slots``: what memory and the engine's ``max_num_seqs`` allow) and join the
+running batch; prompts are prefilled in chunks of at most ``chunk_tokens`` per iteration,
+riding along the decode iterations of the sequences already running.
+
+Analytic model (what the planner uses; :mod:`estimator.simulate` is the reference it is
+tested against). Per user count ``N``, solved as a fixed point:
+
+- cycle ``C = think + TTFT + (O−1)·tpot``; request rate ``λ = N/C``;
+- decoding sequences ``b = λ·(O−1)·tpot`` (Little's law), at most ``slots``;
+- prefill share of time ``ρ = λ·I·s`` (``s``: marginal prefill seconds per prompt token);
+  iterations stretch to ``t_iter(b)/(1−ρ)`` (prefill/decode interference), so
+  ``tpot = t_iter/(1−ρ)/E`` with ``E`` tokens per iteration (1, or the speculative
+  expectation ``(1−α^(k+1))/(1−α)``);
+- TTFT = slot wait (Erlang C: ``slots`` servers, offered load ``λ·(prefill + decode time)``)
+  + prefill-queue wait (M/D/1 on prefill work: ``ρ·I·s/(2(1−ρ))``) + half an iteration
+  (the one running on arrival) + the request's own prefill (its FLOPs plus one iteration per
+  chunk). Percentiles use the exponential tails of both waits, ``P(W>t) = P(wait)·e^(−t/θ)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from .estimate import Evaluator
+
+
+class Speculative(BaseModel):
+    """Speculative decoding: ``tokens`` proposed per step, each accepted with probability
+    ``acceptance`` (independently; Leviathan et al. 2023). ``draft_cost``: one draft token's
+    time as a share of a target decode step (a draft model ~0.05–0.15; n-gram lookup ~0)."""
+
+    model_config = ConfigDict(extra="forbid")
+    method: Literal["draft", "ngram"] = "draft"
+    tokens: int = Field(4, ge=1, le=16)
+    acceptance: float = Field(0.7, ge=0, le=1)
+    draft_cost: float | None = Field(None, ge=0, le=1)
+
+    def cost_ratio(self) -> float:
+        if self.draft_cost is not None:
+            return self.draft_cost
+        return 0.0 if self.method == "ngram" else 0.1
+
+    def tokens_per_step(self) -> float:
+        a, k = self.acceptance, self.tokens
+        return float(k + 1) if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
+
+
+class ServingOptions(BaseModel):
+    """Optional serving features; every default is off or neutral."""
+
+    model_config = ConfigDict(extra="forbid")
+    think_time_s: float = Field(0.0, ge=0, description="mean pause between answer and next prompt")
+    prefix_hit_rate: float = Field(0.0, ge=0, lt=1, description="share of prompt tokens cached")
+    chunk_tokens: int | None = Field(None, ge=16, description="prefill tokens per iteration")
+    speculative: Speculative | None = None
+
+
+@dataclass
+class Steps:
+    """Everything the load model and the simulator need about one replica and request."""
+
+    slots: int  # most sequences holding KV at once
+    input_tokens: int  # prompt tokens still to prefill (after prefix-cache hits)
+    output_tokens: int
+    chunk: int
+    s_token: float  # marginal prefill seconds per prompt token (rides on a decode iteration)
+    s_alone: float  # prefill of one prompt on an idle replica
+    tokens_per_iter: float  # E
+    iter_table: np.ndarray  # iteration seconds by number of decoding sequences (index 0..slots)
+    kv_gb_table: np.ndarray  # per-GPU KV+state GB by sequences holding KV
+    weights_gb: float
+    fixed_gb: float
+
+    def t_iter(self, b):
+        """Iteration seconds at (possibly fractional) decode batch ``b``."""
+        b = np.clip(np.asarray(b, float), 0, self.slots)
+        return np.interp(b, np.arange(len(self.iter_table)), self.iter_table)
+
+
+def prepare_steps(
+    ev: Evaluator, input_tokens: int, output_tokens: int, opts: ServingOptions | None = None
+) -> Steps:
+    opts = opts or ServingOptions()
+    h = opts.prefix_hit_rate
+    i_eff = max(1, round(input_tokens * (1 - h)))
+    ctx_mem = i_eff + output_tokens  # a sequence's own KV; the shared prefix is held once
+    shared = ev.kv_bytes_per_gpu(1, input_tokens - i_eff) if h > 0 else 0.0
+    per_seq = float(ev.kv_bytes_per_gpu(1, ctx_mem))
+    mem_slots = int(max(ev.kv_budget - shared, 0) // max(per_seq, 1e-9))
+    slots = max(0, min(mem_slots, ev.engine.max_num_seqs))
+    one = ev.prefill(1, i_eff)
+    s_tok = float(one.compute + one.comm) / i_eff
+    b = np.arange(0, max(slots, 1) + 1, dtype=float)
+    ctx = input_tokens + output_tokens / 2
+    spec = opts.speculative
+    bb = np.maximum(b, 1)  # an iteration with only prefill still streams the weights
+    if spec is None:
+        it = ev.decode_step(bb, ctx).total
+        e = 1.0
+    else:
+        verify = ev.decode_step(bb, ctx, tokens_per_seq=spec.tokens + 1).total
+        draft = spec.tokens * spec.cost_ratio() * ev.decode_step(bb, ctx).total
+        it = verify + draft
+        e = spec.tokens_per_step()
+    kv = np.asarray(ev.kv_bytes_per_gpu(b, ctx_mem), float) + shared
+    return Steps(
+        slots=slots,
+        input_tokens=i_eff,
+        output_tokens=output_tokens,
+        chunk=opts.chunk_tokens or ev.engine.max_num_batched_tokens,
+        s_token=s_tok,
+        s_alone=float(one.total),
+        tokens_per_iter=e,
+        iter_table=np.asarray(it, float),
+        kv_gb_table=kv / 1e9,
+        weights_gb=ev.weight_bytes / 1e9,
+        fixed_gb=(ev.activation_bytes + ev.overhead_bytes) / 1e9,
+    )
+
+
+def repairman(n, c: int, think, hold):
+    """Finite-source queue M/M/c//N (the machine-repairman model): ``n`` users each come
+    back after ``think`` seconds on average and hold one of ``c`` servers for ``hold``
+    seconds. Returns (probability an arrival waits, mean wait). Exact; vectorised over
+    ``n`` (computed in log space, so large populations do not overflow)."""
+    n = np.atleast_1d(np.asarray(n, float))
+    think = np.broadcast_to(np.asarray(think, float), n.shape)
+    hold = np.broadcast_to(np.asarray(hold, float), n.shape)
+    nmax = int(n.max()) if n.size else 0
+    k = np.arange(nmax + 1, dtype=float)
+    from scipy.special import gammaln
+
+    r = np.log(np.maximum(hold, 1e-30) / np.maximum(think, 1e-30))[:, None]
+    nn = n[:, None]
+    valid = k[None, :] <= nn
+    # log p_k (unnormalised): N!/(N-k)! / (k! or c! c^(k-c)) * r^k
+    logp = gammaln(nn + 1) - gammaln(np.maximum(nn - k[None, :], 0) + 1) + k[None, :] * r
+    serv = np.where(k <= c, gammaln(k + 1), gammaln(c + 1) + (k - c) * np.log(max(c, 1)))
+    logp = np.where(valid, logp - serv[None, :], -np.inf)
+    logp -= logp.max(axis=1, keepdims=True)
+    p = np.exp(logp)
+    p /= p.sum(axis=1, keepdims=True)
+    busy = (np.minimum(k, c)[None, :] * p).sum(axis=1)
+    queue = (np.maximum(k - c, 0)[None, :] * p).sum(axis=1)
+    x = busy / np.maximum(hold, 1e-30)  # throughput
+    wq = queue / np.maximum(x, 1e-30)
+    # arrival theorem: an arrival sees the system with one user fewer; P(wait) = P(k >= c)
+    # in the N-1 system, approximated by the tail of this one
+    pw = p[:, c:].sum(axis=1) if c <= nmax else np.zeros(len(n))
+    return pw, wq
+
+
+@dataclass
+class LoadPoint:
+    """Arrays over the user counts asked for."""
+
+    users: Any
+    ttft_s: Any  # mean
+    ttft_pct_s: Any  # at the percentile asked
+    tpot_s: Any
+    per_user_tokens_per_s: Any
+    output_tokens_per_s: Any  # replica
+    batch: Any  # mean sequences decoding
+    in_flight: Any  # mean sequences holding KV (prefilling or decoding)
+    prefill_share: Any
+    slot_wait_prob: Any
+    memory_gb: Any  # per GPU, at the mean load
+    fits: Any  # mean demand for KV slots within what memory holds
+    stable: Any
+
+
+def saturation_rate(steps: Steps) -> float:
+    """Most requests per second the replica completes, from GPU time: with every slot
+    decoding, each request needs ``(O−1)/E`` iterations of ``t_iter(slots)`` shared by
+    ``slots`` sequences, plus its own prefill work ``I·s``."""
+    st = steps
+    c, o, e, i_tok = max(st.slots, 1), st.output_tokens, st.tokens_per_iter, st.input_tokens
+    return c / (float(st.t_iter(c)) * (o - 1) / e + c * i_tok * st.s_token)
+
+
+# Prefill service is near-deterministic (fixed prompt length): by Pollaczek–Khinchine the mean
+# wait scales with (1 + Cs²)/2, half of the exponential-service value the finite-source formula
+# assumes. Decode holds keep the exponential form (real answer lengths vary).
+PREFILL_WAIT_FACTOR = 0.5
+
+
+def load_point(
+    steps: Steps, users, think_time_s: float = 0.0, percentile: float = 90.0, iterations: int = 60
+) -> LoadPoint:
+    """Solve the closed-loop model for each user count (a damped fixed point). Waits come
+    from finite-source queues (:func:`repairman`): for KV slots (``slots`` servers held for
+    prefill + decode) and for the prefill work (one server, ``I·s`` per prompt). The
+    response-time law of closed systems, ``N = X·(think + TTFT + decode)`` with ``X`` at most
+    the saturation rate, bounds TTFT from below, so past saturation TTFT grows linearly."""
+    n = np.atleast_1d(np.asarray(users, float))
+    st = steps
+    o, e, i_tok = st.output_tokens, st.tokens_per_iter, st.input_tokens
+    c = max(st.slots, 1)
+    x_max = saturation_rate(st)
+    n_chunks = math.ceil(i_tok / st.chunk)
+    s_pf = i_tok * st.s_token
+    tpot = np.full_like(n, float(st.t_iter(1)) / e)
+    ttft = np.full_like(n, st.s_alone)
+    others = np.maximum(n - 1, 0) / np.maximum(n, 1)  # a request never waits on itself
+
+    def solve(tpot, ttft):
+        dec_time = (o - 1) * tpot
+        lam = np.minimum(n / (think_time_s + ttft + dec_time), x_max)
+        b = np.minimum(lam * dec_time, c)
+        rho = np.minimum(lam * s_pf * others, 0.995)
+        own = s_pf + n_chunks * st.t_iter(b)
+        t_it = st.t_iter(b) / (1 - rho)
+        pw_pf, w_pf = repairman(n, 1, think_time_s + dec_time + own - s_pf, s_pf)
+        w_pf = w_pf * PREFILL_WAIT_FACTOR
+        pw_sl, w_sl = repairman(n, c, think_time_s + np.maximum(w_pf, 0), own + dec_time)
+        busy = np.minimum(1.0, lam * (own + dec_time) * others)
+        return dec_time, lam, b, rho, own, t_it, pw_pf, w_pf, pw_sl, w_sl, busy
+
+    for _ in range(iterations):
+        dec_time, lam, b, rho, own, t_it, _, w_pf, _, w_sl, busy = solve(tpot, ttft)
+        # closed-system response-time law, binding once the replica is saturated
+        law = np.where(lam >= x_max * 0.999, n / lam - think_time_s - dec_time, 0.0)
+        tpot = 0.5 * tpot + 0.5 * t_it / e
+        ttft = 0.5 * ttft + 0.5 * np.maximum(w_sl + w_pf + busy * t_it / 2 + own, law)
+    dec_time, lam, b, rho, own, t_it, pw_pf, w_pf, pw_sl, w_sl, busy = solve(tpot, ttft)
+    p = percentile / 100.0
+
+    def tail(pw, w):  # exponential conditional wait with mean w/pw
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(
+                pw > 1 - p,
+                (w / np.maximum(pw, 1e-12)) * np.log(np.maximum(pw, 1e-300) / (1 - p)),
+                0.0,
+            )
+
+    # the iteration running on arrival has a uniform residual: its p-quantile is p·t_iter
+    ttft_p = np.maximum(own + busy * p * t_it + tail(pw_pf, w_pf) + tail(pw_sl, w_sl), ttft)
+    saturated = lam >= x_max * 0.999
+    in_flight = np.minimum(lam * (own + dec_time), c)
+    demand = n * (own + dec_time) / (think_time_s + own + dec_time)  # KV slots wanted
+    mem = (
+        st.weights_gb
+        + st.fixed_gb
+        + np.interp(in_flight, np.arange(len(st.kv_gb_table)), st.kv_gb_table)
+    )
+    return LoadPoint(
+        users=n,
+        ttft_s=ttft,
+        ttft_pct_s=ttft_p,
+        tpot_s=tpot,
+        per_user_tokens_per_s=1.0 / tpot,
+        output_tokens_per_s=lam * o,
+        batch=b,
+        in_flight=in_flight,
+        prefill_share=rho,
+        slot_wait_prob=pw_sl,
+        memory_gb=mem,
+        fits=demand <= c,
+        stable=~saturated,
+    )
+
+
+def knee(points: LoadPoint, ttft_s: float | None = None, tokens_per_s: float | None = None) -> int:
+    """Most users before TTFT (at the percentile) or per-user speed breaks its target; with
+    no targets, before latency turns sharply upward: TTFT beyond 3x its light-load value or
+    per-user speed below half of it. 0 if even the first point breaks it."""
+    t, v = points.ttft_pct_s, points.per_user_tokens_per_s
+    if ttft_s is None and tokens_per_s is None:
+        ok = (t <= 3 * t[0]) & (v >= 0.5 * v[0])
+    else:
+        ok = np.ones(len(t), bool)
+        if ttft_s is not None:
+            ok &= t <= ttft_s
+        if tokens_per_s is not None:
+            ok &= v >= tokens_per_s
+    ok &= points.stable
+    good = np.cumprod(ok).astype(bool)
+    return int(points.users[good][-1]) if good.any() else 0
+
+
+def max_users_fit(points: LoadPoint) -> int:
+    """Most users whose mean demand for KV slots fits in memory."""
+    f = np.cumprod(points.fits).astype(bool)
+    return int(points.users[f][-1]) if f.any() else 0
