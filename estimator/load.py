@@ -7,18 +7,21 @@ running batch; prompts are prefilled in chunks of at most ``chunk_tokens`` per i
 riding along the decode iterations of the sequences already running.
 
 Analytic model (what the planner uses; :mod:`estimator.simulate` is the reference it is
-tested against). Per user count ``N``, solved as a fixed point:
+tested against). Per user count ``N``, solved as a damped fixed point:
 
-- cycle ``C = think + TTFT + (O−1)·tpot``; request rate ``λ = N/C``;
+- cycle ``C = think + TTFT + (O−1)·tpot``; request rate ``λ = N/C``, at most the
+  saturation rate (GPU time with every slot decoding, plus every prompt's prefill work);
 - decoding sequences ``b = λ·(O−1)·tpot`` (Little's law), at most ``slots``;
-- prefill share of time ``ρ = λ·I·s`` (``s``: marginal prefill seconds per prompt token);
-  iterations stretch to ``t_iter(b)/(1−ρ)`` (prefill/decode interference), so
-  ``tpot = t_iter/(1−ρ)/E`` with ``E`` tokens per iteration (1, or the speculative
-  expectation ``(1−α^(k+1))/(1−α)``);
-- TTFT = slot wait (Erlang C: ``slots`` servers, offered load ``λ·(prefill + decode time)``)
-  + prefill-queue wait (M/D/1 on prefill work: ``ρ·I·s/(2(1−ρ))``) + half an iteration
-  (the one running on arrival) + the request's own prefill (its FLOPs plus one iteration per
-  chunk). Percentiles use the exponential tails of both waits, ``P(W>t) = P(wait)·e^(−t/θ)``.
+- prefill share of time ``ρ = λ·I·s`` from the *other* users (``s``: marginal prefill seconds
+  per prompt token); iterations stretch to ``t_iter(b)/(1−ρ)`` (prefill/decode
+  interference), so ``tpot = t_iter/(1−ρ)/E`` with ``E`` tokens per iteration (1, or the
+  speculative expectation ``(1−α^(k+1))/(1−α)``);
+- TTFT = wait for a KV slot + wait for the prefill queue (both finite-source queues,
+  M/M/c//N, with the prefill wait halved for near-deterministic service by
+  Pollaczek–Khinchine) + the residual of the iteration running on arrival + the request's
+  own prefill (its FLOPs plus one iteration per chunk). Past saturation the closed-system
+  response-time law ``N = X·C`` sets TTFT, which then grows linearly with users.
+  Percentiles use exponential tails of the waits and a uniform residual iteration.
 """
 
 from __future__ import annotations

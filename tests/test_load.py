@@ -1,0 +1,128 @@
+"""Serving under load: the simulator is deterministic; the analytic model agrees with it
+below the knee and finds the same knee; monotonicity of every serving option."""
+
+import numpy as np
+import pytest
+
+from estimator import Evaluator, Parallel, get_gpu, get_model
+from estimator.load import ServingOptions, Speculative, knee, load_point, max_users_fit, prepare_steps
+from estimator.simulate import simulate
+
+GRID = np.unique(np.round(np.geomspace(1, 512, 19)).astype(int))  # 1,2,3,4,6,8,11,...,512
+
+CASES = [  # model, TP, input, output, think s, TTFT p90 target, tokens/s target
+    ("llama-3.1-8b", 1, 2000, 200, 5.0, 0.1, 60),
+    ("llama-3.1-70b", 4, 2000, 400, 10.0, 0.25, 40),
+    ("qwen3-30b-a3b", 1, 4000, 300, 3.0, 0.3, 50),
+    ("llama-3.1-70b", 2, 8000, 300, 20.0, 1.5, 20),
+]
+
+
+def steps_for(name, tp, i, o, opts=None, kv="fp8"):
+    ev = Evaluator(get_model(name), get_gpu("h100-sxm"), Parallel(tp=tp), "fp8", kv)
+    return prepare_steps(ev, i, o, opts)
+
+
+class _Curve:
+    def __init__(self, sims):
+        self.users = np.array([s.users for s in sims], float)
+        self.ttft_pct_s = np.array([s.ttft_p90_s for s in sims])
+        self.per_user_tokens_per_s = np.array([s.per_user_tokens_per_s for s in sims])
+        self.stable = np.ones(len(sims), bool)
+
+
+def test_simulator_is_deterministic():
+    st = steps_for("llama-3.1-8b", 1, 1000, 100)
+    a = simulate(st, 20, think_time_s=2.0, requests=200, warmup=50, seed=7)
+    b = simulate(st, 20, think_time_s=2.0, requests=200, warmup=50, seed=7)
+    c = simulate(st, 20, think_time_s=2.0, requests=200, warmup=50, seed=8)
+    assert a == b
+    assert a != c
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[2]}in" for c in CASES])
+def test_analytic_matches_simulator_below_the_knee(case):
+    name, tp, i, o, think, ttft_t, tps_t = case
+    st = steps_for(name, tp, i, o)
+    lp = load_point(st, GRID, think, percentile=90)
+    sims = [simulate(st, int(n), think, requests=400, warmup=100) for n in GRID]
+    k_sim = knee(_Curve(sims), ttft_t, tps_t)
+    k_an = knee(lp, ttft_t, tps_t)
+    # the same knee within one step of the grid
+    ia, is_ = np.searchsorted(GRID, k_an), np.searchsorted(GRID, k_sim)
+    assert abs(ia - is_) <= 1, (k_an, k_sim)
+    for j, n in enumerate(GRID):
+        if n > min(k_an, k_sim):
+            break
+        s = sims[j]
+        assert lp.ttft_s[j] == pytest.approx(s.ttft_mean_s, rel=0.15), n
+        assert lp.per_user_tokens_per_s[j] == pytest.approx(s.per_user_tokens_per_s, rel=0.15), n
+
+
+def test_more_users_never_lower_ttft():
+    st = steps_for("llama-3.1-70b", 2, 8000, 300)
+    for think in (0.0, 20.0):
+        lp = load_point(st, GRID, think)
+        assert np.all(np.diff(lp.ttft_s) >= -1e-9)
+        assert np.all(np.diff(lp.ttft_pct_s) >= -1e-9)
+        assert np.all(np.diff(lp.per_user_tokens_per_s) <= 1e-9)
+
+
+def test_higher_prefix_hit_rate_never_raises_ttft():
+    users = np.array([1, 4, 16, 64])
+    prev = None
+    for h in (0.0, 0.3, 0.6, 0.9):
+        st = steps_for("llama-3.1-8b", 1, 8000, 200, ServingOptions(prefix_hit_rate=h))
+        t = load_point(st, users, 5.0).ttft_pct_s
+        if prev is not None:
+            assert np.all(t <= prev + 1e-12)
+        prev = t
+
+
+def test_prefix_cache_shares_kv_and_raises_slots():
+    a = steps_for("llama-3.1-8b", 1, 8000, 200)
+    b = steps_for("llama-3.1-8b", 1, 8000, 200, ServingOptions(prefix_hit_rate=0.75))
+    assert b.slots > a.slots and b.input_tokens == 2000
+
+
+def test_zero_acceptance_never_speeds_decoding_up():
+    users = np.array([1, 8, 32])
+    base = load_point(steps_for("llama-3.1-70b", 4, 2000, 400), users, 10.0)
+    for method in ("draft", "ngram"):
+        spec = Speculative(method=method, tokens=4, acceptance=0.0)
+        sp = load_point(steps_for("llama-3.1-70b", 4, 2000, 400,
+                                  ServingOptions(speculative=spec)), users, 10.0)
+        assert np.all(sp.per_user_tokens_per_s <= base.per_user_tokens_per_s + 1e-9)
+
+
+def test_good_speculation_speeds_up_single_stream():
+    base = load_point(steps_for("llama-3.1-70b", 4, 2000, 400), [1], 10.0)
+    spec = Speculative(tokens=4, acceptance=0.8, draft_cost=0.05)
+    sp = load_point(steps_for("llama-3.1-70b", 4, 2000, 400, ServingOptions(speculative=spec)), [1], 10.0)
+    assert sp.per_user_tokens_per_s[0] > 1.5 * base.per_user_tokens_per_s[0]
+    assert spec.tokens_per_step() == pytest.approx((1 - 0.8**5) / 0.2)
+
+
+def test_think_time_lets_more_users_share_a_replica():
+    st = steps_for("llama-3.1-8b", 1, 2000, 200)
+    k0 = knee(load_point(st, GRID, 0.0), 0.1, 60)
+    k30 = knee(load_point(st, GRID, 30.0), 0.1, 60)
+    assert k30 > k0
+
+
+def test_smaller_chunks_slow_long_prompt_ttft():
+    big = load_point(steps_for("llama-3.1-8b", 1, 16000, 200, ServingOptions(chunk_tokens=8192)), [1])
+    small = load_point(steps_for("llama-3.1-8b", 1, 16000, 200, ServingOptions(chunk_tokens=512)), [1])
+    assert small.ttft_s[0] > big.ttft_s[0]
+
+
+def test_seed_example_llama3_70b_fp8_2xh100_32k():
+    """The seed's picture: TTFT rises with users, there is a knee, memory runs out early."""
+    ev = Evaluator(get_model("llama-3.1-70b"), get_gpu("h100-sxm"), Parallel(tp=2), "fp8", "bf16")
+    st = prepare_steps(ev, 32000, 500)
+    users = np.arange(1, 17)
+    lp = load_point(st, users, 0.0)
+    assert np.all(np.diff(lp.ttft_s) > 0)
+    k = knee(lp)
+    fit = max_users_fit(lp)
+    assert 2 <= k <= 8 and 4 <= fit <= 10 and k <= fit
