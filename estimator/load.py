@@ -130,36 +130,66 @@ def prepare_steps(
     )
 
 
-def repairman(n, c: int, think, hold):
+class Repairman:
     """Finite-source queue M/M/c//N (the machine-repairman model): ``n`` users each come
     back after ``think`` seconds on average and hold one of ``c`` servers for ``hold``
-    seconds. Returns (probability an arrival waits, mean wait). Exact; vectorised over
-    ``n`` (computed in log space, so large populations do not overflow)."""
-    n = np.atleast_1d(np.asarray(n, float))
-    think = np.broadcast_to(np.asarray(think, float), n.shape)
-    hold = np.broadcast_to(np.asarray(hold, float), n.shape)
-    nmax = int(n.max()) if n.size else 0
-    k = np.arange(nmax + 1, dtype=float)
-    from scipy.special import gammaln
+    seconds. Exact, vectorised over an array of populations, in log space. The part of
+    ``log p_k`` that does not depend on ``hold/think`` is computed once, so re-solving
+    inside the fixed point costs a few array operations."""
 
-    r = np.log(np.maximum(hold, 1e-30) / np.maximum(think, 1e-30))[:, None]
-    nn = n[:, None]
-    valid = k[None, :] <= nn
-    # log p_k (unnormalised): N!/(N-k)! / (k! or c! c^(k-c)) * r^k
-    logp = gammaln(nn + 1) - gammaln(np.maximum(nn - k[None, :], 0) + 1) + k[None, :] * r
-    serv = np.where(k <= c, gammaln(k + 1), gammaln(c + 1) + (k - c) * np.log(max(c, 1)))
-    logp = np.where(valid, logp - serv[None, :], -np.inf)
-    logp -= logp.max(axis=1, keepdims=True)
-    p = np.exp(logp)
-    p /= p.sum(axis=1, keepdims=True)
-    busy = (np.minimum(k, c)[None, :] * p).sum(axis=1)
-    queue = (np.maximum(k - c, 0)[None, :] * p).sum(axis=1)
-    x = busy / np.maximum(hold, 1e-30)  # throughput
-    wq = queue / np.maximum(x, 1e-30)
-    # arrival theorem: an arrival sees the system with one user fewer; P(wait) = P(k >= c)
-    # in the N-1 system, approximated by the tail of this one
-    pw = p[:, c:].sum(axis=1) if c <= nmax else np.zeros(len(n))
-    return pw, wq
+    EXACT_UP_TO = 384  # single-server populations above this use the infinite-source M/M/1
+
+    def __init__(self, n, c: int):
+        self.all_n = np.atleast_1d(np.asarray(n, float))
+        self.rows = self.all_n > c  # with no more users than servers nobody ever waits
+        # a single server facing hundreds of users sees effectively Poisson arrivals: the
+        # finite-source correction vanishes, and the exact sum would cost O(N) per user count
+        self.open_rows = (self.all_n > self.EXACT_UP_TO) if c == 1 else np.zeros_like(self.rows)
+        self.rows &= ~self.open_rows
+        self.any_open = bool(self.open_rows.any())
+        self.n = self.all_n[self.rows]
+        self.c = c
+        nmax = int(self.n.max()) if self.n.size else 0
+        self.k = np.arange(nmax + 1, dtype=float)
+        logs = np.log(np.maximum(np.arange(nmax + 2, dtype=float), 1.0))
+        j = np.arange(1, nmax + 1)
+        # term_j = log(N - j + 1) - log(min(j, c)); A[n, k] = sum_{j<=k} term_j
+        nn = self.n[:, None].astype(int)
+        idx = np.clip(nn - j[None, :] + 1, 0, nmax + 1)
+        term = logs[idx] - logs[np.minimum(j, max(c, 1))][None, :]
+        a = np.concatenate([np.zeros((len(self.n), 1)), np.cumsum(term, axis=1)], axis=1)
+        self.valid = self.k[None, :] <= self.n[:, None]
+        self.a = np.where(self.valid, a, -np.inf)
+        self.served = np.minimum(self.k, c)[None, :]
+        self.queued = np.maximum(self.k - c, 0)[None, :]
+
+    def __call__(self, think, hold):
+        """(probability an arrival waits, mean wait), over all the populations given."""
+        shape = self.all_n.shape
+        pw_all = np.zeros(shape)
+        wq_all = np.zeros(shape)
+        if not (self.any_open or self.n.size):
+            return pw_all, wq_all
+        hold = np.asarray(hold, float) * np.ones(shape)
+        think = np.asarray(think, float) * np.ones(shape)
+        if self.any_open:
+            h, z = hold[self.open_rows], think[self.open_rows]
+            rho = np.minimum(self.all_n[self.open_rows] * h / (z + h), 0.999)
+            pw_all[self.open_rows] = rho
+            wq_all[self.open_rows] = rho * h / (1 - rho)
+        if not self.n.size:
+            return pw_all, wq_all
+        h, z = hold[self.rows], think[self.rows]
+        r = np.log(np.maximum(h, 1e-30) / np.maximum(z, 1e-30))[:, None]
+        logp = self.a + self.k[None, :] * r
+        logp -= logp.max(axis=1, keepdims=True)
+        p = np.exp(logp)
+        p /= p.sum(axis=1, keepdims=True)
+        x = (self.served * p).sum(axis=1) / np.maximum(h, 1e-30)  # throughput
+        wq = (self.queued * p).sum(axis=1) / np.maximum(x, 1e-30)  # Little's law
+        pw_all[self.rows] = p[:, self.c :].sum(axis=1)
+        wq_all[self.rows] = wq
+        return pw_all, wq_all
 
 
 @dataclass
@@ -194,10 +224,17 @@ def saturation_rate(steps: Steps) -> float:
 # wait scales with (1 + Cs²)/2, half of the exponential-service value the finite-source formula
 # assumes. Decode holds keep the exponential form (real answer lengths vary).
 PREFILL_WAIT_FACTOR = 0.5
+DAMP = 0.5  # fixed-point step: the share of the new iterate taken each round
 
 
 def load_point(
-    steps: Steps, users, think_time_s: float = 0.0, percentile: float = 90.0, iterations: int = 60
+    steps: Steps,
+    users,
+    think_time_s: float = 0.0,
+    percentile: float = 90.0,
+    iterations: int = 60,
+    tolerance: float = 2e-4,
+    start: LoadPoint | None = None,
 ) -> LoadPoint:
     """Solve the closed-loop model for each user count (a damped fixed point). Waits come
     from finite-source queues (:func:`repairman`): for KV slots (``slots`` servers held for
@@ -211,9 +248,14 @@ def load_point(
     x_max = saturation_rate(st)
     n_chunks = math.ceil(i_tok / st.chunk)
     s_pf = i_tok * st.s_token
-    tpot = np.full_like(n, float(st.t_iter(1)) / e)
-    ttft = np.full_like(n, st.s_alone)
+    if start is not None:  # warm start: interpolate an earlier solution (e.g. a coarser grid)
+        tpot = np.interp(n, start.users, start.tpot_s)
+        ttft = np.interp(n, start.users, np.minimum(start.ttft_s, 1e6))
+    else:
+        tpot = np.full_like(n, float(st.t_iter(1)) / e)
+        ttft = np.full_like(n, st.s_alone)
     others = np.maximum(n - 1, 0) / np.maximum(n, 1)  # a request never waits on itself
+    prefill_queue, slot_queue = Repairman(n, 1), Repairman(n, c)
 
     def solve(tpot, ttft):
         dec_time = (o - 1) * tpot
@@ -222,9 +264,9 @@ def load_point(
         rho = np.minimum(lam * s_pf * others, 0.995)
         own = s_pf + n_chunks * st.t_iter(b)
         t_it = st.t_iter(b) / (1 - rho)
-        pw_pf, w_pf = repairman(n, 1, think_time_s + dec_time + own - s_pf, s_pf)
+        pw_pf, w_pf = prefill_queue(think_time_s + dec_time + own - s_pf, s_pf)
         w_pf = w_pf * PREFILL_WAIT_FACTOR
-        pw_sl, w_sl = repairman(n, c, think_time_s + np.maximum(w_pf, 0), own + dec_time)
+        pw_sl, w_sl = slot_queue(think_time_s + np.maximum(w_pf, 0), own + dec_time)
         busy = np.minimum(1.0, lam * (own + dec_time) * others)
         return dec_time, lam, b, rho, own, t_it, pw_pf, w_pf, pw_sl, w_sl, busy
 
@@ -232,8 +274,14 @@ def load_point(
         dec_time, lam, b, rho, own, t_it, _, w_pf, _, w_sl, busy = solve(tpot, ttft)
         # closed-system response-time law, binding once the replica is saturated
         law = np.where(lam >= x_max * 0.999, n / lam - think_time_s - dec_time, 0.0)
-        tpot = 0.5 * tpot + 0.5 * t_it / e
-        ttft = 0.5 * ttft + 0.5 * np.maximum(w_sl + w_pf + busy * t_it / 2 + own, law)
+        new_tpot = (1 - DAMP) * tpot + DAMP * t_it / e
+        new_ttft = (1 - DAMP) * ttft + DAMP * np.maximum(w_sl + w_pf + busy * t_it / 2 + own, law)
+        done = np.all(np.abs(new_tpot - tpot) <= tolerance * tpot) and np.all(
+            np.abs(new_ttft - ttft) <= tolerance * ttft
+        )
+        tpot, ttft = new_tpot, new_ttft
+        if done:
+            break
     dec_time, lam, b, rho, own, t_it, pw_pf, w_pf, pw_sl, w_sl, busy = solve(tpot, ttft)
     p = percentile / 100.0
 

@@ -47,6 +47,9 @@ class ModelPreset(BaseModel):
         return model_from_config(self.config, name=self.name, display_name=self.display_name)
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster
+
+
 def shipped_dir() -> Path:
     return Path(str(resources.files("presets")))
 
@@ -60,7 +63,7 @@ def read_yaml(path: Path) -> Any:
     """Parse a YAML file; syntax errors name the file and line."""
     try:
         with open(path) as f:
-            return yaml.safe_load(f)
+            return yaml.load(f, Loader=_LOADER)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

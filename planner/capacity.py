@@ -1,15 +1,17 @@
 """Capacity of one replica: the most concurrent sessions (seats) it serves while meeting the
-workload's targets and fitting memory. This is the interface other model families implement
-with their own demand unit (images/s, audio streams, docs/s...)."""
+workload's targets *under load* (queueing, prefill/decode interference, think time; see
+:mod:`estimator.load`) and fitting memory. This is the interface other model families
+implement with their own demand unit (images/s, audio streams, docs/s...)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from estimator import Evaluator
-from estimator.serving import serving_point
+from estimator.load import load_point, prepare_steps, saturation_rate
 
 from .scenario import LLMWorkload
 
@@ -17,17 +19,17 @@ from .scenario import LLMWorkload
 @dataclass(frozen=True)
 class Capacity:
     units: int  # seats this replica serves within every target (0: none)
-    binding: str  # what stops it going higher: memory | engine | ttft | tokens_per_s
+    binding: str  # what stops it going higher: memory | ttft | tokens_per_s
     best_ttft_s: float  # at one session: the best this candidate can do
     best_tokens_per_s: float
-    max_batch_memory: int
+    max_batch_memory: int  # KV slots
 
 
 @dataclass(frozen=True)
 class OperatingPoint:
     """Metrics at a given load per replica."""
 
-    batch: int
+    batch: int  # sessions (seats) on the replica
     ttft_s: float  # at the workload's percentile
     ttft_mean_s: float
     tokens_per_s: float
@@ -36,40 +38,97 @@ class OperatingPoint:
     kv_gb: float
 
 
-def llm_capacity(ev: Evaluator, w: LLMWorkload) -> Capacity:
-    ctx = w.input_tokens + w.output_tokens
-    mem_max = int(ev.max_batch(ctx))
-    cap = min(mem_max, ev.engine.max_num_seqs)
-    if cap < 1:
-        return Capacity(0, "memory", float("inf"), 0.0, mem_max)
-    b = np.arange(1, cap + 1)
-    sp = serving_point(ev, b, w.input_tokens, w.output_tokens, w.ttft_percentile)
-    ok = np.ones(b.shape, bool)
-    tps_ok = sp.per_user_tokens_per_s >= w.tokens_per_s if w.tokens_per_s else ok
-    ttft_ok = sp.ttft_pct_s <= w.ttft_s if w.ttft_s else ok
-    good = np.cumprod(tps_ok & ttft_ok).astype(bool)  # the largest prefix that meets both
-    units = int(good.sum())
-    if units == cap:
-        binding = "memory" if cap == mem_max else "engine"
-    elif not tps_ok[units]:
-        binding = "tokens_per_s"
+def _ok(lp, w: LLMWorkload):
+    ok = np.asarray(lp.fits, bool).copy()
+    if w.ttft_s:
+        ok &= lp.ttft_pct_s <= w.ttft_s
+    if w.tokens_per_s:
+        ok &= lp.per_user_tokens_per_s >= w.tokens_per_s
+    return ok
+
+
+def pareto_splits(cands, w: LLMWorkload):
+    """Of the splits of one GPU type and size, keep those no other split beats on every
+    load-model input at once (KV slots, saturation rate, single-stream iteration, idle
+    prefill): capacity rises with each, so a split beaten on all of them serves fewer seats.
+    Yields (candidate, evaluator, steps)."""
+    opts = w.serving()
+    groups: dict[tuple, list] = {}
+    for cand, ev in cands:
+        st = prepare_steps(ev, w.input_tokens, w.output_tokens, opts)
+        proxy = (
+            st.slots,
+            saturation_rate(st) if st.slots else 0.0,
+            -float(st.t_iter(1)),
+            -st.s_alone,
+        )
+        groups.setdefault((cand.gpu.name, cand.gpus), []).append((cand, ev, st, proxy))
+    for members in groups.values():
+        for cand, ev, st, p in members:
+            beaten = any(
+                all(a >= b for a, b in zip(q, p, strict=True)) and q != p for _, _, _, q in members
+            )
+            if not beaten:
+                yield cand, ev, st
+
+
+def llm_capacity(ev: Evaluator, w: LLMWorkload, steps=None) -> Capacity:
+    """Largest number of sessions whose TTFT (at the percentile) and per-user speed meet the
+    targets and whose KV demand fits: a coarse geometric scan up to saturation, then a fine
+    scan between the last user count that passes and the first that fails (every metric is
+    monotone in users)."""
+    opts = w.serving()
+    st = steps or prepare_steps(ev, w.input_tokens, w.output_tokens, opts)
+    if st.slots < 1:
+        return Capacity(0, "memory", float("inf"), 0.0, 0)
+    cycle = (
+        opts.think_time_s
+        + st.s_alone
+        + (st.output_tokens - 1) * float(st.t_iter(st.slots)) / st.tokens_per_iter
+    )
+    n_hi = max(4, math.ceil(1.5 * saturation_rate(st) * cycle))
+    grid = np.unique(np.round(np.geomspace(1, n_hi, 10)))
+    # coarse pass: a loose fixed-point tolerance is enough to bracket the answer
+    lp = load_point(st, grid, opts.think_time_s, w.ttft_percentile, iterations=25, tolerance=1e-2)
+    best_ttft, best_tps = float(lp.ttft_pct_s[0]), float(lp.per_user_tokens_per_s[0])
+    ok = np.cumprod(_ok(lp, w)).astype(bool)
+    if not ok[0]:
+        return Capacity(0, _binding(lp, 0, w), best_ttft, best_tps, st.slots)
+    i = int(ok.sum()) - 1
+    last = int(grid[i])
+    if i + 1 < len(grid):
+        nxt = int(grid[i + 1])
+        fine = np.unique(np.round(np.linspace(last, nxt, min(nxt - last + 1, 12))))
+        lpf = load_point(st, fine, opts.think_time_s, w.ttft_percentile, start=lp)
+        okf = np.cumprod(_ok(lpf, w)).astype(bool)
+        j = int(okf.sum()) - 1
+        last = int(fine[j])
+        binding = _binding(lpf, j + 1, w) if j + 1 < len(fine) else _binding(lp, i + 1, w)
     else:
-        binding = "ttft"
-    return Capacity(
-        units, binding, float(sp.ttft_pct_s[0]), float(sp.per_user_tokens_per_s[0]), mem_max
-    )
+        binding = "saturation"
+    return Capacity(last, binding, best_ttft, best_tps, st.slots)
 
 
-def operating_point(ev: Evaluator, w: LLMWorkload, batch: int) -> OperatingPoint:
-    sp = serving_point(
-        ev, np.array([max(batch, 1)]), w.input_tokens, w.output_tokens, w.ttft_percentile
-    )
+def _binding(lp, k: int, w: LLMWorkload) -> str:
+    """Which limit the user count at index ``k`` breaks first."""
+    if not lp.fits[k]:
+        return "memory"
+    if w.tokens_per_s and lp.per_user_tokens_per_s[k] < w.tokens_per_s:
+        return "tokens_per_s"
+    return "ttft"
+
+
+def operating_point(ev: Evaluator, w: LLMWorkload, sessions: int) -> OperatingPoint:
+    st = prepare_steps(ev, w.input_tokens, w.output_tokens, w.serving())
+    lp = load_point(st, [max(sessions, 1)], w.think_time_s, w.ttft_percentile)
+    b = float(lp.batch[0])
+    bottleneck = str(ev.decode_step(max(b, 1.0), w.input_tokens + w.output_tokens / 2).bottleneck())
     return OperatingPoint(
-        int(batch),
-        float(sp.ttft_pct_s[0]),
-        float(sp.ttft_mean_s[0]),
-        float(sp.per_user_tokens_per_s[0]),
-        float(sp.output_tokens_per_s[0]),
-        str(sp.bottleneck[0]),
-        float(sp.kv_gb[0]),
+        int(sessions),
+        float(lp.ttft_pct_s[0]),
+        float(lp.ttft_s[0]),
+        float(lp.per_user_tokens_per_s[0]),
+        float(lp.output_tokens_per_s[0]),
+        bottleneck,
+        float(lp.memory_gb[0]),
     )

@@ -19,6 +19,7 @@ from pydantic import (
 
 from estimator.errors import EstimatorError
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
+from estimator.load import ServingOptions, Speculative
 from estimator.memory import ENGINES
 
 
@@ -46,6 +47,24 @@ class LLMWorkload(BaseModel):
     ttft_s: float | None = Field(None, gt=0, description="time-to-first-token target")
     ttft_percentile: float = Field(90, gt=0, lt=100)
     tokens_per_s: float | None = Field(None, gt=0, description="per-user decode speed target")
+    # serving under load (estimator.load); every default is off or neutral
+    think_time_s: float = Field(
+        0.0,
+        ge=0,
+        description="mean pause between an answer and the next prompt; 0: a seat "
+        "streams continuously (agents, pipelines); people chatting: 10-60 s",
+    )
+    prefix_hit_rate: float = Field(0.0, ge=0, lt=1, description="share of prompt tokens cached")
+    chunk_tokens: int | None = Field(None, ge=16, description="chunked-prefill tokens per step")
+    speculative: Speculative | None = None
+
+    def serving(self) -> ServingOptions:
+        return ServingOptions(
+            think_time_s=self.think_time_s,
+            prefix_hit_rate=self.prefix_hit_rate,
+            chunk_tokens=self.chunk_tokens,
+            speculative=self.speculative,
+        )
 
     @field_validator("weights")
     @classmethod

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from estimator import Accelerator, LanguageModel, get_gpu, get_model, gpu_catalog
 
 from .candidates import Candidate, enumerate_candidates
-from .capacity import Capacity, llm_capacity, operating_point
+from .capacity import Capacity, llm_capacity, operating_point, pareto_splits
 from .costs import GpuCost, gpu_cost
 from .demand import Demand, demand_of
 from .optimize import Limits, Option, solve
@@ -125,6 +125,7 @@ class Planner:
                 self.costs[g.name] = c
         self.demands = {w.name: demand_of(w) for w in sc.workloads}
         self.options: list[_Option] = []
+        self._op_cache: dict[tuple, object] = {}
         self.excluded: dict[str, list[tuple[str, str]]] = {}
         self.best_seen: dict[str, list[tuple[Candidate, Capacity]]] = {}
         for w in sc.workloads:
@@ -159,8 +160,17 @@ class Planner:
         self.excluded[w.name] = excluded
         seen: list[tuple[Candidate, Capacity]] = []
         best: dict[tuple[str, int], tuple[int, _Option]] = {}
-        for cand, ev in cands:
-            cap = llm_capacity(ev, w)
+        per_gpu: dict[str, dict[int, float]] = {}  # gpu type -> size -> best seats per GPU
+        for cand, ev, st in pareto_splits(cands, w):
+            sizes = per_gpu.setdefault(cand.gpu.name, {})
+            smaller = [v for s, v in sizes.items() if s < cand.gpus]
+            if len(smaller) >= 2 and smaller[-1] > 0 and smaller[-1] < smaller[-2]:
+                # seats per GPU rise with replica size until the model has the bandwidth it
+                # needs, then fall (more collectives, fewer GPUs' worth of work): once they
+                # fall, larger replicas of this type are not worth evaluating
+                continue
+            cap = llm_capacity(ev, w, st)
+            sizes[cand.gpus] = max(sizes.get(cand.gpus, 0.0), cap.units / cand.gpus)
             seen.append((cand, cap))
             if cap.units < 1:
                 continue
@@ -224,9 +234,9 @@ class Planner:
             for o, n in rows:
                 share = o.cap.units * n / served
                 load = max(1, math.ceil(need * share / n))  # spread in proportion to capacity
-                op = operating_point(o.ev, w, min(load, o.cap.units))
+                op = self._operating_point(o, w, min(load, o.cap.units))
                 p = o.cand.parallel
-                cycle = op.ttft_mean_s + (w.output_tokens - 1) / op.tokens_per_s
+                cycle = w.think_time_s + op.ttft_mean_s + (w.output_tokens - 1) / op.tokens_per_s
                 active_sessions = w.users * w.hours_per_person / 24.0 * share
                 tokens_year = active_sessions * w.output_tokens / cycle * SECONDS_PER_YEAR
                 assignments.append(
@@ -281,6 +291,13 @@ class Planner:
             usd_per_million_tokens=per_year / (tokens / 1e6) if tokens else float("inf"),
             optimal=sol.optimal,
         )
+
+    def _operating_point(self, o: _Option, w: LLMWorkload, sessions: int):
+        """Metrics at a load, cached: alternatives and per-GPU plans revisit the same points."""
+        key = (o.opt.key, w.name, sessions)
+        if key not in self._op_cache:
+            self._op_cache[key] = operating_point(o.ev, w, sessions)
+        return self._op_cache[key]
 
     def diagnose(self) -> str:
         """Why no plan exists: the binding target and the nearest miss, or the limit."""

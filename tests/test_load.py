@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 
 from estimator import Evaluator, Parallel, get_gpu, get_model
-from estimator.load import ServingOptions, Speculative, knee, load_point, max_users_fit, prepare_steps
+from estimator.load import (
+    ServingOptions,
+    Speculative,
+    knee,
+    load_point,
+    max_users_fit,
+    prepare_steps,
+)
 from estimator.simulate import simulate
 
 GRID = np.unique(np.round(np.geomspace(1, 512, 19)).astype(int))  # 1,2,3,4,6,8,11,...,512
@@ -90,15 +97,18 @@ def test_zero_acceptance_never_speeds_decoding_up():
     base = load_point(steps_for("llama-3.1-70b", 4, 2000, 400), users, 10.0)
     for method in ("draft", "ngram"):
         spec = Speculative(method=method, tokens=4, acceptance=0.0)
-        sp = load_point(steps_for("llama-3.1-70b", 4, 2000, 400,
-                                  ServingOptions(speculative=spec)), users, 10.0)
+        sp = load_point(
+            steps_for("llama-3.1-70b", 4, 2000, 400, ServingOptions(speculative=spec)), users, 10.0
+        )
         assert np.all(sp.per_user_tokens_per_s <= base.per_user_tokens_per_s + 1e-9)
 
 
 def test_good_speculation_speeds_up_single_stream():
     base = load_point(steps_for("llama-3.1-70b", 4, 2000, 400), [1], 10.0)
     spec = Speculative(tokens=4, acceptance=0.8, draft_cost=0.05)
-    sp = load_point(steps_for("llama-3.1-70b", 4, 2000, 400, ServingOptions(speculative=spec)), [1], 10.0)
+    sp = load_point(
+        steps_for("llama-3.1-70b", 4, 2000, 400, ServingOptions(speculative=spec)), [1], 10.0
+    )
     assert sp.per_user_tokens_per_s[0] > 1.5 * base.per_user_tokens_per_s[0]
     assert spec.tokens_per_step() == pytest.approx((1 - 0.8**5) / 0.2)
 
@@ -111,8 +121,12 @@ def test_think_time_lets_more_users_share_a_replica():
 
 
 def test_smaller_chunks_slow_long_prompt_ttft():
-    big = load_point(steps_for("llama-3.1-8b", 1, 16000, 200, ServingOptions(chunk_tokens=8192)), [1])
-    small = load_point(steps_for("llama-3.1-8b", 1, 16000, 200, ServingOptions(chunk_tokens=512)), [1])
+    big = load_point(
+        steps_for("llama-3.1-8b", 1, 16000, 200, ServingOptions(chunk_tokens=8192)), [1]
+    )
+    small = load_point(
+        steps_for("llama-3.1-8b", 1, 16000, 200, ServingOptions(chunk_tokens=512)), [1]
+    )
     assert small.ttft_s[0] > big.ttft_s[0]
 
 
