@@ -71,46 +71,140 @@ def main(ctx: click.Context, presets: tuple[str, ...]) -> None:
 
 
 # ---------------------------------------------------------------------------- estimate
+def replica_options(fn):
+    """--model/--model-config, --gpu, --gpus, split, formats and engine: shared by the
+    commands that evaluate one configuration."""
+    for opt in reversed(_REPLICA_OPTIONS):
+        fn = opt(fn)
+    return fn
+
+
+_REPLICA_OPTIONS = [
+    click.option(
+        "--model", "model_name", help="Model preset name or alias (see `planner models list`)."
+    ),
+    click.option(
+        "--model-config", type=click.Path(), help="Path to a local Hugging Face config.json."
+    ),
+    click.option(
+        "--gpu", "gpu_name", required=True, help="Accelerator preset (see `planner gpus list`)."
+    ),
+    click.option(
+        "--gpus",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="GPUs in total; more than TP×PP runs data-parallel replicas.",
+    ),
+    click.option("--tp", type=click.IntRange(min=1), help="Tensor parallel (default: GPUs ÷ PP)."),
+    click.option("--pp", type=click.IntRange(min=1), help="Pipeline parallel (default 1)."),
+    click.option(
+        "--ep", type=click.IntRange(min=1), help="Expert parallel, divides TP (default 1)."
+    ),
+    click.option(
+        "--attention-dp", is_flag=True, help="Run attention data-parallel across the TP group."
+    ),
+    click.option(
+        "--weights",
+        type=click.Choice(list(WEIGHT_FORMATS), case_sensitive=False),
+        default="bf16",
+        show_default=True,
+    ),
+    click.option(
+        "--kv",
+        type=click.Choice(list(KV_FORMATS), case_sensitive=False),
+        default="bf16",
+        show_default=True,
+    ),
+    click.option(
+        "--engine",
+        type=click.Choice(list(ENGINES)),
+        default="vllm",
+        show_default=True,
+        help="Memory policy of the serving engine.",
+    ),
+]
+
+
+_SERVING_OPTIONS = [
+    click.option(
+        "--think-time",
+        type=click.FloatRange(min=0),
+        default=0.0,
+        show_default=True,
+        help="Mean seconds a user pauses between an answer and the next prompt.",
+    ),
+    click.option(
+        "--prefix-hit-rate",
+        type=click.FloatRange(0, 1, max_open=True),
+        default=0.0,
+        show_default=True,
+        help="Share of prompt tokens served from the prefix cache.",
+    ),
+    click.option(
+        "--chunk-tokens",
+        type=click.IntRange(min=16),
+        help="Chunked-prefill tokens per iteration (default: the engine's).",
+    ),
+    click.option(
+        "--spec-tokens",
+        type=click.IntRange(1, 16),
+        help="Speculative decoding: tokens proposed per step (off if not given).",
+    ),
+    click.option(
+        "--spec-acceptance",
+        type=click.FloatRange(0, 1),
+        default=0.7,
+        show_default=True,
+        help="Speculative decoding: chance each proposed token is accepted.",
+    ),
+    click.option(
+        "--spec-method", type=click.Choice(["draft", "ngram"]), default="draft", show_default=True
+    ),
+    click.option(
+        "--spec-draft-cost",
+        type=click.FloatRange(0, 1),
+        help="One draft token's time as a share of a target step (default: draft 0.1, ngram 0).",
+    ),
+]
+
+
+def serving_options(fn):
+    """Think time, prefix cache, chunked prefill and speculative decoding (all off by default)."""
+    for opt in reversed(_SERVING_OPTIONS):
+        fn = opt(fn)
+    return fn
+
+
+def _serving(
+    think_time,
+    prefix_hit_rate,
+    chunk_tokens,
+    spec_tokens,
+    spec_acceptance,
+    spec_method,
+    spec_draft_cost,
+):
+    from estimator.load import ServingOptions, Speculative
+
+    spec = None
+    if spec_tokens:
+        spec = Speculative(
+            method=spec_method,
+            tokens=spec_tokens,
+            acceptance=spec_acceptance,
+            draft_cost=spec_draft_cost,
+        )
+    return ServingOptions(
+        think_time_s=think_time,
+        prefix_hit_rate=prefix_hit_rate,
+        chunk_tokens=chunk_tokens,
+        speculative=spec,
+    )
+
+
 @main.command("estimate")
-@click.option(
-    "--model", "model_name", help="Model preset name or alias (see `planner models list`)."
-)
-@click.option("--model-config", type=click.Path(), help="Path to a local Hugging Face config.json.")
-@click.option(
-    "--gpu", "gpu_name", required=True, help="Accelerator preset (see `planner gpus list`)."
-)
-@click.option(
-    "--gpus",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="GPUs in total; more than TP×PP runs data-parallel replicas.",
-)
-@click.option("--tp", type=click.IntRange(min=1), help="Tensor parallel (default: GPUs ÷ PP).")
-@click.option("--pp", type=click.IntRange(min=1), help="Pipeline parallel (default 1).")
-@click.option("--ep", type=click.IntRange(min=1), help="Expert parallel, divides TP (default 1).")
-@click.option(
-    "--attention-dp", is_flag=True, help="Run attention data-parallel across the TP group."
-)
-@click.option(
-    "--weights",
-    type=click.Choice(list(WEIGHT_FORMATS), case_sensitive=False),
-    default="bf16",
-    show_default=True,
-)
-@click.option(
-    "--kv",
-    type=click.Choice(list(KV_FORMATS), case_sensitive=False),
-    default="bf16",
-    show_default=True,
-)
-@click.option(
-    "--engine",
-    type=click.Choice(list(ENGINES)),
-    default="vllm",
-    show_default=True,
-    help="Memory policy of the serving engine.",
-)
+@replica_options
 @click.option(
     "--batch",
     default="1",
@@ -122,6 +216,7 @@ def main(ctx: click.Context, presets: tuple[str, ...]) -> None:
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
+@serving_options
 @click.pass_context
 @friendly_errors
 def estimate_cmd(
@@ -141,8 +236,13 @@ def estimate_cmd(
     input_tokens,
     output_tokens,
     fmt,
+    **serving_kw,
 ):
-    """Will it fit, and how fast: one model on one GPU type and split."""
+    """Will it fit, and how fast: one model on one GPU type and split.
+
+    The main figures are for a static batch on an idle replica; `under_load` gives the same
+    replica serving `--batch` users in a closed loop (queueing, prefill/decode interference
+    and the serving options)."""
     pre = _presets(ctx)
     model = _resolve_model(model_name, model_config, pre)
     gpu = get_gpu(gpu_name, pre)
@@ -165,13 +265,33 @@ def estimate_cmd(
     wl = Workload(input_tokens=input_tokens, output_tokens=output_tokens, batch=b_req)
     est = estimate(model, gpu, par, wl, weights=weights, kv=kv, engine=engine)
     advice = [] if est.fits else nearest_fit(model, gpu, par, wl, weights, kv, engine)
+    loaded = _under_load(
+        model,
+        gpu,
+        par,
+        weights,
+        kv,
+        engine,
+        input_tokens,
+        output_tokens,
+        b_req,
+        _serving(**serving_kw),
+    )
     if fmt == "json":
         d = est.to_dict()
+        d["under_load"] = loaded
         if not est.fits:
             d["advice"] = advice
         click.echo(_dump(d))
     else:
         click.echo(_estimate_table(est, model.display_name or model.name, gpu.display_name))
+        if loaded:
+            click.echo(
+                f"under load ({b_req} users in a closed loop, think "
+                f"{loaded['think_time_s']:g} s): TTFT {loaded['ttft_s']:.3g} s mean, "
+                f"{loaded['ttft_p90_s']:.3g} s p90; {loaded['per_user_tokens_per_s']:.1f} "
+                f"tok/s per user; {loaded['output_tokens_per_s']:.0f} tok/s per replica"
+            )
     if not est.fits:
         m = est.memory_gb
         msg = (
@@ -182,6 +302,26 @@ def estimate_cmd(
             msg += "\nnearest that fits: " + "; ".join(advice)
         click.echo(msg, err=True)
         sys.exit(EXIT_INFEASIBLE)
+
+
+def _under_load(model, gpu, par, weights, kv, engine, i, o, users, opts) -> dict | None:
+    from estimator import Evaluator
+    from estimator.load import load_point, prepare_steps
+
+    ev = Evaluator(model, gpu, par, weights, kv, engine)
+    st = prepare_steps(ev, i, o, opts)
+    if st.slots < 1:
+        return None
+    lp = load_point(st, [users], opts.think_time_s, 90.0)
+    return {
+        "users": users,
+        "think_time_s": opts.think_time_s,
+        "ttft_s": float(lp.ttft_s[0]),
+        "ttft_p90_s": float(lp.ttft_pct_s[0]),
+        "per_user_tokens_per_s": float(lp.per_user_tokens_per_s[0]),
+        "output_tokens_per_s": float(lp.output_tokens_per_s[0]),
+        "options": opts.model_dump(),
+    }
 
 
 def _resolve_model(name, config_path, pre):
@@ -671,3 +811,193 @@ def calibrate_cmd(data, write):
             }
         )
     )
+
+
+# ---------------------------------------------------------------------------- curve
+@main.command("curve")
+@replica_options
+@click.option("--input-tokens", type=click.IntRange(min=1), default=1024, show_default=True)
+@click.option("--output-tokens", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--users", "users_list", help="Comma-separated user counts, e.g. 1,2,4,8.")
+@click.option(
+    "--users-max",
+    type=click.IntRange(min=1),
+    help="Every user count from 1 to N (default: up to past the memory limit).",
+)
+@click.option(
+    "--at",
+    "at_users",
+    type=click.IntRange(min=1),
+    help="The operating point to report (default: the knee).",
+)
+@click.option("--ttft-s", type=click.FloatRange(min=0, min_open=True), help="TTFT target.")
+@click.option(
+    "--tokens-per-s",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Per-user decode speed target.",
+)
+@click.option("--percentile", type=click.FloatRange(1, 99.9), default=90.0, show_default=True)
+@serving_options
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@click.pass_context
+@friendly_errors
+def curve_cmd(
+    ctx,
+    model_name,
+    model_config,
+    gpu_name,
+    gpus,
+    tp,
+    pp,
+    ep,
+    attention_dp,
+    weights,
+    kv,
+    engine,
+    input_tokens,
+    output_tokens,
+    users_list,
+    users_max,
+    at_users,
+    ttft_s,
+    tokens_per_s,
+    percentile,
+    fmt,
+    **serving_kw,
+):
+    """TTFT and speed as users grow: the curve, the knee, and where memory runs out.
+
+    Users share the replicas evenly (``--gpus`` beyond TP×PP adds replicas)."""
+    import numpy as np
+
+    from estimator import Evaluator
+    from estimator.load import knee, load_point, max_users_fit, prepare_steps
+
+    pre = _presets(ctx)
+    model = _resolve_model(model_name, model_config, pre)
+    gpu = get_gpu(gpu_name, pre)
+    par = parallel_for(gpus, tp, pp, ep, attention_dp)
+    opts = _serving(**serving_kw)
+    ev = Evaluator(model, gpu, par, weights, kv, engine)
+    st = prepare_steps(ev, input_tokens, output_tokens, opts)
+    reps = par.replicas
+    if st.slots < 1:
+        raise EstimatorError(
+            f"{model.name} does not fit on {par.gpus_per_replica} x {gpu.name} with one "
+            f"{input_tokens + output_tokens}-token sequence (try `planner estimate` for the "
+            "memory box)"
+        )
+    if users_list:
+        try:
+            users = sorted({int(x) for x in users_list.split(",") if x.strip()})
+        except ValueError:
+            raise EstimatorError(
+                f"--users must be comma-separated integers, not '{users_list}'"
+            ) from None
+        if not users or users[0] < 1:
+            raise EstimatorError("--users must be positive integers")
+    else:
+        hi = users_max or max(8, 2 * st.slots * reps)
+        users = (
+            list(range(1, hi + 1))
+            if hi <= 64
+            else sorted({int(x) for x in np.round(np.geomspace(1, hi, 48))})
+        )
+    u = np.array(users, float)
+    lp = load_point(st, u / reps, opts.think_time_s, percentile)
+    lp.users = u  # report whole-deployment users
+    k = knee(lp, ttft_s, tokens_per_s)
+    fit = max_users_fit(lp)
+    op_users = at_users or k or int(u[0])
+    op = load_point(st, [op_users / reps], opts.think_time_s, percentile)
+    points = [
+        {
+            "users": int(u[i]),
+            "ttft_s": float(lp.ttft_s[i]),
+            "ttft_p90_s": float(lp.ttft_pct_s[i]) if percentile == 90 else None,
+            f"ttft_p{percentile:g}_s": float(lp.ttft_pct_s[i]),
+            "per_user_tokens_per_s": float(lp.per_user_tokens_per_s[i]),
+            "output_tokens_per_s": float(lp.output_tokens_per_s[i] * reps),
+            "memory_gb": float(lp.memory_gb[i]),
+            "fits": bool(lp.fits[i]),
+        }
+        for i in range(len(u))
+    ]
+    if percentile != 90:
+        p90 = load_point(st, u / reps, opts.think_time_s, 90.0).ttft_pct_s
+        for pt, v in zip(points, p90, strict=True):
+            pt["ttft_p90_s"] = float(v)
+    result = {
+        "model": model.name,
+        "gpu": gpu.name,
+        "parallel": par.model_dump(),
+        "weights": weights,
+        "kv": kv,
+        "engine": engine,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "options": opts.model_dump(),
+        "kv_slots_per_replica": st.slots,
+        "points": points,
+        "knee_users": k,
+        "max_users_fit": fit,
+        "operating_point": {
+            "users": op_users,
+            "ttft_s": float(op.ttft_s[0]),
+            "ttft_pct_s": float(op.ttft_pct_s[0]),
+            "per_user_tokens_per_s": float(op.per_user_tokens_per_s[0]),
+            "output_tokens_per_s": float(op.output_tokens_per_s[0] * reps),
+            "memory_gb": float(op.memory_gb[0]),
+            "fits": bool(op.fits[0]),
+        },
+        "targets": {"ttft_s": ttft_s, "tokens_per_s": tokens_per_s, "percentile": percentile},
+    }
+    if fmt == "json":
+        click.echo(_dump(result))
+        return
+    click.echo(
+        f"{model.display_name or model.name} on {par.gpus} x {gpu.display_name} "
+        f"({par.label()}), weights {weights}, KV {kv}, {input_tokens} in / "
+        f"{output_tokens} out, think {opts.think_time_s:g} s; {st.slots} KV slots per replica"
+    )
+    rows = [
+        [
+            p["users"],
+            f"{p['ttft_s']:.3g}",
+            f"{p[f'ttft_p{percentile:g}_s']:.3g}",
+            f"{p['per_user_tokens_per_s']:.1f}",
+            f"{p['output_tokens_per_s']:.0f}",
+            f"{p['memory_gb']:.1f}",
+            "yes" if p["fits"] else "NO",
+        ]
+        for p in points
+    ]
+    click.echo(
+        tabulate(
+            rows,
+            headers=[
+                "users",
+                "TTFT mean s",
+                f"TTFT p{percentile:g} s",
+                "tok/s/user",
+                "tok/s total",
+                "GB/GPU",
+                "fits",
+            ],
+        )
+    )
+    o = result["operating_point"]
+    why = (
+        "targets"
+        if (ttft_s or tokens_per_s)
+        else "TTFT within 3x and speed within 2x of light load"
+    )
+    click.echo(
+        f"\noperating point: {o['users']} users: TTFT {o['ttft_s']:.3g} s mean, "
+        f"{o['ttft_pct_s']:.3g} s p{percentile:g}, {o['per_user_tokens_per_s']:.1f} tok/s "
+        f"per user, {o['output_tokens_per_s']:.0f} tok/s total"
+    )
+    click.echo(f"knee: {k} users (most before breaking the {why})")
+    click.echo(f"most users that fit in memory: {fit}")

@@ -169,3 +169,100 @@ def test_malformed_user_preset_names_file_and_line(tmp_path):
     (tmp_path / "models" / "bad.yaml").write_text("name: x\nconfig: [1, 2\n")
     r = CliRunner().invoke(main, ["--presets", str(tmp_path), "models", "list"])
     assert r.exit_code == 2 and "bad.yaml:" in r.output and "malformed YAML" in r.output
+
+
+def test_curve_json_keys_and_seed_example():
+    r = run(
+        "curve",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        "2",
+        "--weights",
+        "fp8",
+        "--input-tokens",
+        "32000",
+        "--output-tokens",
+        "500",
+        "--users-max",
+        "12",
+        "--format",
+        "json",
+    )
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert {"points", "knee_users", "max_users_fit"} <= set(d)
+    p = d["points"]
+    assert len(p) == 12
+    for k in (
+        "users",
+        "ttft_s",
+        "ttft_p90_s",
+        "per_user_tokens_per_s",
+        "output_tokens_per_s",
+        "memory_gb",
+        "fits",
+    ):
+        assert k in p[0]
+    ttft = [x["ttft_s"] for x in p]
+    assert ttft == sorted(ttft) and ttft[-1] > 3 * ttft[0]
+    assert 1 <= d["knee_users"] <= d["max_users_fit"] < 12
+    assert not p[-1]["fits"]
+
+
+def test_curve_targets_set_the_knee():
+    base = [
+        "curve",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--input-tokens",
+        "2000",
+        "--output-tokens",
+        "200",
+        "--think-time",
+        "5",
+        "--users",
+        "1,4,16,64,128,256",
+        "--format",
+        "json",
+    ]
+    loose = json.loads(run(*base, "--tokens-per-s", "20").output)["knee_users"]
+    tight = json.loads(run(*base, "--tokens-per-s", "100").output)["knee_users"]
+    assert tight < loose
+
+
+def test_curve_table_and_bad_users():
+    r = run("curve", "--model", "llama-3.1-8b", "--gpu", "l40s", "--users", "1,2,4")
+    assert r.exit_code == 0 and "knee" in r.output and "fit in memory" in r.output
+    bad = CliRunner().invoke(
+        main, ["curve", "--model", "llama-3.1-8b", "--gpu", "l40s", "--users", "a,b"]
+    )
+    assert bad.exit_code == 2 and "--users" in bad.output
+
+
+def test_estimate_under_load_and_serving_options():
+    d = json.loads(run(*BASE, "--batch", "8", "--format", "json").output)
+    u = d["under_load"]
+    assert u["users"] == 8 and u["ttft_p90_s"] >= u["ttft_s"] > 0
+    spec = json.loads(
+        run(
+            *BASE,
+            "--batch",
+            "8",
+            "--spec-tokens",
+            "4",
+            "--spec-acceptance",
+            "0.8",
+            "--format",
+            "json",
+        ).output
+    )["under_load"]
+    assert spec["per_user_tokens_per_s"] > u["per_user_tokens_per_s"]
+    cached = json.loads(
+        run(*BASE, "--batch", "8", "--prefix-hit-rate", "0.8", "--format", "json").output
+    )["under_load"]
+    assert cached["ttft_s"] < u["ttft_s"]

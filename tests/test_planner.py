@@ -389,3 +389,37 @@ def test_planner_capacity_respects_targets(tmp_path):
 
         op = operating_point(o.ev, o.workload, o.cap.units)
         assert op.tokens_per_s >= 30 - 1e-9 and op.ttft_s <= 2.0 + 1e-9
+
+
+def test_sizing_follows_think_time_and_targets(tmp_path):
+    """Longer think time: fewer GPUs for the same people; tighter speed: more."""
+
+    def gpus(extra_workload: str = "", tps: int = 20) -> int:
+        text = (
+            chat(tmp_path, users=3000, tps=tps)
+            .read_text()
+            .replace("    tokens_per_s:", extra_workload + "    tokens_per_s:")
+        )
+        p = write(tmp_path, text, "w.yaml")
+        return plan_scenario(load_scenario(p)).plan.cost_usd
+
+    busy = gpus()
+    relaxed = gpus("    think_time_s: 30\n")
+    assert relaxed < busy
+    assert gpus(tps=60) > busy
+
+
+def test_serving_options_in_scenario(tmp_path):
+    text = (
+        chat(tmp_path, users=3000)
+        .read_text()
+        .replace(
+            "    tokens_per_s:",
+            "    prefix_hit_rate: 0.5\n    speculative: {tokens: 3, acceptance: 0.7}\n"
+            "    tokens_per_s:",
+        )
+    )
+    p = write(tmp_path, text, "opts.yaml")
+    sc = load_scenario(p)
+    assert sc.workloads[0].serving().speculative.tokens == 3
+    assert plan_scenario(sc).feasible
