@@ -342,3 +342,100 @@ def max_users_fit(points: LoadPoint) -> int:
     """Most users whose mean demand for KV slots fits in memory."""
     f = np.cumprod(points.fits).astype(bool)
     return int(points.users[f][-1]) if f.any() else 0
+
+
+def disaggregated_point(
+    steps: Steps,
+    prefill_replicas: int,
+    decode_replicas: int,
+    users,
+    think_time_s: float = 0.0,
+    percentile: float = 90.0,
+    kv_transfer_s: float = 0.0,
+    iterations: int = 60,
+    tolerance: float = 2e-4,
+    start: LoadPoint | None = None,
+) -> LoadPoint:
+    """Disaggregated prefill/decode (DistServe, Splitwise): ``prefill_replicas`` copies of the
+    model only prefill, ``decode_replicas`` only decode; each prompt's KV cache moves from one
+    pool to the other (``kv_transfer_s``). Prefill no longer interferes with decoding, and
+    prompts queue only behind prompts. TTFT = prefill-pool wait + the prefill (the prefill
+    instance emits the first token); the transfer delays the second token. Both waits are
+    finite-source queues as in :func:`load_point`; users are for the whole unit."""
+    n = np.atleast_1d(np.asarray(users, float))
+    st = steps
+    o, e = st.output_tokens, st.tokens_per_iter
+    c_dec = max(st.slots, 1) * decode_replicas
+    s_pf = st.s_alone  # a prefill instance runs prompts one after another
+    pf_queue, slot_queue = Repairman(n, prefill_replicas), Repairman(n, c_dec)
+    x_pf = prefill_replicas / s_pf
+    x_dec = c_dec * e / (float(st.t_iter(st.slots)) * (o - 1) + kv_transfer_s * e)
+    x_max = min(x_pf, x_dec)
+    if start is not None:
+        tpot = np.interp(n, start.users, start.tpot_s)
+        ttft = np.interp(n, start.users, np.minimum(start.ttft_s, 1e6))
+    else:
+        tpot = np.full_like(n, float(st.t_iter(1)) / e)
+        ttft = np.full_like(n, s_pf)
+
+    def solve(tpot, ttft):
+        dec_time = (o - 1) * tpot + kv_transfer_s
+        lam = np.minimum(n / (think_time_s + ttft + dec_time), x_max)
+        b = np.minimum(lam * (o - 1) * tpot / decode_replicas, st.slots)
+        pw_pf, w_pf = pf_queue(think_time_s + dec_time, s_pf)
+        pw_sl, w_sl = slot_queue(think_time_s + ttft, dec_time)
+        return dec_time, lam, b, pw_pf, w_pf * PREFILL_WAIT_FACTOR, pw_sl, w_sl
+
+    for _ in range(iterations):
+        dec_time, lam, b, _, w_pf, _, w_sl = solve(tpot, ttft)
+        law = np.where(lam >= x_max * 0.999, n / lam - think_time_s - dec_time, 0.0)
+        new_tpot = (1 - DAMP) * tpot + DAMP * (st.t_iter(b) / e + w_sl / max(o - 1, 1))
+        new_ttft = (1 - DAMP) * ttft + DAMP * np.maximum(w_pf + s_pf, law)
+        done = np.all(np.abs(new_tpot - tpot) <= tolerance * tpot) and np.all(
+            np.abs(new_ttft - ttft) <= tolerance * ttft
+        )
+        tpot, ttft = new_tpot, new_ttft
+        if done:
+            break
+    dec_time, lam, b, pw_pf, w_pf, pw_sl, w_sl = solve(tpot, ttft)
+    p = percentile / 100.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q_pf = np.where(
+            pw_pf > 1 - p,
+            (w_pf / np.maximum(pw_pf, 1e-12)) * np.log(np.maximum(pw_pf, 1e-300) / (1 - p)),
+            0.0,
+        )
+    ttft_p = np.maximum(s_pf + q_pf, ttft)
+    in_flight = np.minimum(lam * dec_time / decode_replicas, st.slots)
+    demand = n * dec_time / (think_time_s + ttft + dec_time) / decode_replicas
+    mem = (
+        st.weights_gb
+        + st.fixed_gb
+        + np.interp(in_flight, np.arange(len(st.kv_gb_table)), st.kv_gb_table)
+    )
+    return LoadPoint(
+        users=n,
+        ttft_s=ttft,
+        ttft_pct_s=ttft_p,
+        tpot_s=tpot,
+        per_user_tokens_per_s=1.0 / tpot,
+        output_tokens_per_s=lam * o,
+        batch=b,
+        in_flight=in_flight,
+        prefill_share=np.zeros_like(n),
+        slot_wait_prob=pw_sl,
+        memory_gb=mem,
+        fits=demand <= st.slots,
+        stable=lam < x_max * 0.999,
+    )
+
+
+def kv_transfer_seconds(ev: Evaluator, input_tokens: int) -> float:
+    """Moving one prompt's KV cache between pools over the scale-out network: each GPU of the
+    prefill replica sends its shard through its own NIC (falls back to PCIe if the preset has
+    no NIC), plus a network latency."""
+    from .efficiency import link_defaults
+
+    per_gpu = float(ev.kv_bytes_per_gpu(1, input_tokens))
+    bw = (ev.gpu.scale_out_gb_s or ev.gpu.pcie_gb_s) * 1e9
+    return per_gpu / bw + link_defaults().nic_latency_us * 1e-6

@@ -11,7 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from estimator import Evaluator
-from estimator.load import load_point, prepare_steps, saturation_rate
+from estimator.load import (
+    disaggregated_point,
+    kv_transfer_seconds,
+    load_point,
+    prepare_steps,
+    saturation_rate,
+)
 
 from .scenario import LLMWorkload
 
@@ -72,24 +78,58 @@ def pareto_splits(cands, w: LLMWorkload):
                 yield cand, ev, st
 
 
-def llm_capacity(ev: Evaluator, w: LLMWorkload, steps=None) -> Capacity:
-    """Largest number of sessions whose TTFT (at the percentile) and per-user speed meet the
-    targets and whose KV demand fits: a coarse geometric scan up to saturation, then a fine
-    scan between the last user count that passes and the first that fails (every metric is
-    monotone in users)."""
+def _curve(ev: Evaluator, w: LLMWorkload, st, split: tuple[int, int] | None):
+    """The load curve of one replica (``split`` None) or of a disaggregated unit of
+    ``split = (prefill replicas, decode replicas)``: users -> LoadPoint."""
     opts = w.serving()
-    st = steps or prepare_steps(ev, w.input_tokens, w.output_tokens, opts)
-    if st.slots < 1:
-        return Capacity(0, "memory", float("inf"), 0.0, 0)
+    if split is None:
+
+        def curve(users, **kw):
+            return load_point(st, users, opts.think_time_s, w.ttft_percentile, **kw)
+
+        cycle = (
+            opts.think_time_s
+            + st.s_alone
+            + (st.output_tokens - 1) * float(st.t_iter(st.slots)) / st.tokens_per_iter
+        )
+        return curve, max(4, math.ceil(1.5 * saturation_rate(st) * cycle))
+    p, d = split
+    kt = kv_transfer_seconds(ev, st.input_tokens)
+
+    def curve(users, **kw):
+        return disaggregated_point(
+            st, p, d, users, opts.think_time_s, w.ttft_percentile, kv_transfer_s=kt, **kw
+        )
+
+    x = min(
+        p / st.s_alone,
+        d
+        * max(st.slots, 1)
+        * st.tokens_per_iter
+        / (float(st.t_iter(st.slots)) * (st.output_tokens - 1)),
+    )
     cycle = (
         opts.think_time_s
         + st.s_alone
         + (st.output_tokens - 1) * float(st.t_iter(st.slots)) / st.tokens_per_iter
     )
-    n_hi = max(4, math.ceil(1.5 * saturation_rate(st) * cycle))
+    return curve, max(4, math.ceil(1.5 * x * cycle))
+
+
+def llm_capacity(
+    ev: Evaluator, w: LLMWorkload, steps=None, split: tuple[int, int] | None = None
+) -> Capacity:
+    """Largest number of sessions whose TTFT (at the percentile) and per-user speed meet the
+    targets and whose KV demand fits: a coarse geometric scan up to saturation, then a fine
+    scan between the last user count that passes and the first that fails (every metric is
+    monotone in users). ``split``: a disaggregated unit (prefill, decode replicas)."""
+    st = steps or prepare_steps(ev, w.input_tokens, w.output_tokens, w.serving())
+    if st.slots < 1:
+        return Capacity(0, "memory", float("inf"), 0.0, 0)
+    curve, n_hi = _curve(ev, w, st, split)
     grid = np.unique(np.round(np.geomspace(1, n_hi, 10)))
     # coarse pass: a loose fixed-point tolerance is enough to bracket the answer
-    lp = load_point(st, grid, opts.think_time_s, w.ttft_percentile, iterations=25, tolerance=1e-2)
+    lp = curve(grid, iterations=25, tolerance=1e-2)
     best_ttft, best_tps = float(lp.ttft_pct_s[0]), float(lp.per_user_tokens_per_s[0])
     ok = np.cumprod(_ok(lp, w)).astype(bool)
     if not ok[0]:
@@ -99,7 +139,7 @@ def llm_capacity(ev: Evaluator, w: LLMWorkload, steps=None) -> Capacity:
     if i + 1 < len(grid):
         nxt = int(grid[i + 1])
         fine = np.unique(np.round(np.linspace(last, nxt, min(nxt - last + 1, 12))))
-        lpf = load_point(st, fine, opts.think_time_s, w.ttft_percentile, start=lp)
+        lpf = curve(fine, start=lp)
         okf = np.cumprod(_ok(lpf, w)).astype(bool)
         j = int(okf.sum()) - 1
         last = int(fine[j])
@@ -118,9 +158,12 @@ def _binding(lp, k: int, w: LLMWorkload) -> str:
     return "ttft"
 
 
-def operating_point(ev: Evaluator, w: LLMWorkload, sessions: int) -> OperatingPoint:
+def operating_point(
+    ev: Evaluator, w: LLMWorkload, sessions: int, split: tuple[int, int] | None = None
+) -> OperatingPoint:
     st = prepare_steps(ev, w.input_tokens, w.output_tokens, w.serving())
-    lp = load_point(st, [max(sessions, 1)], w.think_time_s, w.ttft_percentile)
+    curve, _ = _curve(ev, w, st, split)
+    lp = curve([max(sessions, 1)])
     b = float(lp.batch[0])
     bottleneck = str(ev.decode_step(max(b, 1.0), w.input_tokens + w.output_tokens / 2).bottleneck())
     return OperatingPoint(

@@ -814,6 +814,16 @@ def calibrate_cmd(data, write):
 
 
 # ---------------------------------------------------------------------------- curve
+def _parse_split(text: str) -> tuple[int, int]:
+    try:
+        p, d = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise EstimatorError(f"--disaggregate expects P:D (e.g. 1:2), not '{text}'") from None
+    if p < 1 or d < 1:
+        raise EstimatorError("--disaggregate needs at least one prefill and one decode copy")
+    return p, d
+
+
 @main.command("curve")
 @replica_options
 @click.option("--input-tokens", type=click.IntRange(min=1), default=1024, show_default=True)
@@ -837,6 +847,12 @@ def calibrate_cmd(data, write):
     help="Per-user decode speed target.",
 )
 @click.option("--percentile", type=click.FloatRange(1, 99.9), default=90.0, show_default=True)
+@click.option(
+    "--disaggregate",
+    "disagg",
+    help="P:D - serve with P prefill-only and D decode-only copies of the replica "
+    "(users are per P+D unit).",
+)
 @serving_options
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
@@ -864,6 +880,7 @@ def curve_cmd(
     ttft_s,
     tokens_per_s,
     percentile,
+    disagg,
     fmt,
     **serving_kw,
 ):
@@ -873,7 +890,14 @@ def curve_cmd(
     import numpy as np
 
     from estimator import Evaluator
-    from estimator.load import knee, load_point, max_users_fit, prepare_steps
+    from estimator.load import (
+        disaggregated_point,
+        knee,
+        kv_transfer_seconds,
+        load_point,
+        max_users_fit,
+        prepare_steps,
+    )
 
     pre = _presets(ctx)
     model = _resolve_model(model_name, model_config, pre)
@@ -906,12 +930,27 @@ def curve_cmd(
             else sorted({int(x) for x in np.round(np.geomspace(1, hi, 48))})
         )
     u = np.array(users, float)
-    lp = load_point(st, u / reps, opts.think_time_s, percentile)
+    split = _parse_split(disagg) if disagg else None
+
+    def curve(x, pct):
+        if split is None:
+            return load_point(st, x, opts.think_time_s, pct)
+        return disaggregated_point(
+            st,
+            split[0],
+            split[1],
+            x,
+            opts.think_time_s,
+            pct,
+            kv_transfer_s=kv_transfer_seconds(ev, st.input_tokens),
+        )
+
+    lp = curve(u / reps, percentile)
     lp.users = u  # report whole-deployment users
     k = knee(lp, ttft_s, tokens_per_s)
     fit = max_users_fit(lp)
     op_users = at_users or k or int(u[0])
-    op = load_point(st, [op_users / reps], opts.think_time_s, percentile)
+    op = curve([op_users / reps], percentile)
     points = [
         {
             "users": int(u[i]),
@@ -926,7 +965,7 @@ def curve_cmd(
         for i in range(len(u))
     ]
     if percentile != 90:
-        p90 = load_point(st, u / reps, opts.think_time_s, 90.0).ttft_pct_s
+        p90 = curve(u / reps, 90.0).ttft_pct_s
         for pt, v in zip(points, p90, strict=True):
             pt["ttft_p90_s"] = float(v)
     result = {
@@ -953,6 +992,9 @@ def curve_cmd(
             "fits": bool(op.fits[0]),
         },
         "targets": {"ttft_s": ttft_s, "tokens_per_s": tokens_per_s, "percentile": percentile},
+        "disaggregated": {"prefill_replicas": split[0], "decode_replicas": split[1]}
+        if split
+        else None,
     }
     if fmt == "json":
         click.echo(_dump(result))

@@ -51,6 +51,11 @@ def plan_json(p: Plan) -> dict:
                 },
                 "binding": a.binding,
                 "bottleneck": a.bottleneck,
+                "disaggregated": (
+                    {"prefill_replicas": a.prefill_replicas, "decode_replicas": a.decode_replicas}
+                    if a.prefill_replicas
+                    else None
+                ),
             }
             for a in p.assignments
         ],

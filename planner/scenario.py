@@ -57,6 +57,9 @@ class LLMWorkload(BaseModel):
     prefix_hit_rate: float = Field(0.0, ge=0, lt=1, description="share of prompt tokens cached")
     chunk_tokens: int | None = Field(None, ge=16, description="chunked-prefill tokens per step")
     speculative: Speculative | None = None
+    disaggregation: Literal["off", "auto", "only"] = Field(
+        "off", description="separate prefill and decode pools: auto lets the planner choose"
+    )
 
     def serving(self) -> ServingOptions:
         return ServingOptions(
@@ -65,6 +68,12 @@ class LLMWorkload(BaseModel):
             chunk_tokens=self.chunk_tokens,
             speculative=self.speculative,
         )
+
+    @field_validator("disaggregation", mode="before")
+    @classmethod
+    def _yaml_off(cls, v: Any) -> Any:
+        # YAML 1.1 reads a bare `off` / `on` as a boolean
+        return {False: "off", True: "auto"}.get(v, v) if isinstance(v, bool) else v
 
     @field_validator("weights")
     @classmethod

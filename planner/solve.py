@@ -48,6 +48,8 @@ class Assignment:
     binding: str
     bottleneck: str
     output_tokens_per_year: float
+    prefill_replicas: int | None = None  # disaggregated: model copies per unit that prefill
+    decode_replicas: int | None = None  # ... and that decode
 
     @property
     def gpus(self) -> int:
@@ -57,7 +59,10 @@ class Assignment:
         s = f"TP{self.tp}"
         s += f" PP{self.pp}" if self.pp > 1 else ""
         s += f" EP{self.ep}" if self.ep > 1 else ""
-        return s + (" attn-DP" if self.attention_dp else "")
+        s += " attn-DP" if self.attention_dp else ""
+        if self.prefill_replicas:
+            s += f", disagg {self.prefill_replicas}P+{self.decode_replicas}D"
+        return s
 
 
 @dataclass
@@ -100,6 +105,11 @@ class _Option:
     cap: Capacity
     workload: LLMWorkload
     ev: object
+    split: tuple[int, int] | None = None  # disaggregated unit: (prefill, decode) replicas
+
+
+# Prefill:decode replica ratios tried for disaggregated serving.
+DISAGG_SPLITS = ((1, 1), (1, 2), (1, 3), (2, 1), (2, 3), (1, 4))
 
 
 class Planner:
@@ -172,23 +182,28 @@ class Planner:
             cap = llm_capacity(ev, w, st)
             sizes[cand.gpus] = max(sizes.get(cand.gpus, 0.0), cap.units / cand.gpus)
             seen.append((cand, cap))
-            if cap.units < 1:
-                continue
-            c = self.costs[cand.gpu.name]
-            opt = Option(
-                w.name,
-                cand.gpu.name,
-                cand.gpu.vendor,
-                cand.gpus,
-                cap.units,
-                int(math.ceil(c.horizon * cand.gpus)),
-                int(math.ceil(c.power_kw * 1000 * cand.gpus)),
-                cand.key(),
-            )
-            o = _Option(opt, cand, cap, w, ev)
-            k = (cand.gpu.name, cand.gpus)
-            if k not in best or cap.units > best[k][0]:  # same type and size: keep the best split
-                best[k] = (cap.units, o)
+            units = [(cap, None)] if w.disaggregation != "only" else []
+            if w.disaggregation != "off" and cap.max_batch_memory >= 1:
+                units += [(llm_capacity(ev, w, st, split), split) for split in DISAGG_SPLITS]
+            for ucap, split in units:
+                if ucap.units < 1:
+                    continue
+                n = cand.gpus * (sum(split) if split else 1)
+                c = self.costs[cand.gpu.name]
+                opt = Option(
+                    w.name,
+                    cand.gpu.name,
+                    cand.gpu.vendor,
+                    n,
+                    ucap.units,
+                    int(math.ceil(c.horizon * n)),
+                    int(math.ceil(c.power_kw * 1000 * n)),
+                    cand.key() + (split or (0, 0)),
+                )
+                o = _Option(opt, cand, ucap, w, ev, split)
+                k = (cand.gpu.name, n)
+                if k not in best or ucap.units > best[k][0]:  # per type and size: best split
+                    best[k] = (ucap.units, o)
         self.best_seen[w.name] = seen
         kept = sorted(best.values(), key=lambda t: t[1].opt.key)
         # drop options dominated within a GPU type: no more seats for at least as many GPUs
@@ -245,7 +260,7 @@ class Planner:
                         model=self.models[w.name].name,
                         gpu=o.cand.gpu.name,
                         vendor=o.cand.gpu.vendor,
-                        gpus_per_replica=o.cand.gpus,
+                        gpus_per_replica=o.opt.gpus,
                         tp=p.tp,
                         pp=p.pp,
                         ep=p.ep,
@@ -264,9 +279,9 @@ class Planner:
                         tokens_per_s_headroom_pct=(100 * (op.tokens_per_s / w.tokens_per_s - 1))
                         if w.tokens_per_s
                         else None,
-                        seats_headroom_pct=100 * (served / need - 1)
-                        if len(rows) == 1
-                        else 100 * (served / need - 1),
+                        seats_headroom_pct=100 * (served / need - 1),
+                        prefill_replicas=o.split[0] if o.split else None,
+                        decode_replicas=o.split[1] if o.split else None,
                         binding=o.cap.binding,
                         bottleneck=op.bottleneck,
                         output_tokens_per_year=tokens_year,
@@ -296,7 +311,7 @@ class Planner:
         """Metrics at a load, cached: alternatives and per-GPU plans revisit the same points."""
         key = (o.opt.key, w.name, sessions)
         if key not in self._op_cache:
-            self._op_cache[key] = operating_point(o.ev, w, sessions)
+            self._op_cache[key] = operating_point(o.ev, w, sessions, o.split)
         return self._op_cache[key]
 
     def diagnose(self) -> str:

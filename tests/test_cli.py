@@ -266,3 +266,36 @@ def test_estimate_under_load_and_serving_options():
         run(*BASE, "--batch", "8", "--prefix-hit-rate", "0.8", "--format", "json").output
     )["under_load"]
     assert cached["ttft_s"] < u["ttft_s"]
+
+
+def test_curve_disaggregated():
+    args = [
+        "curve",
+        "--model",
+        "llama-3.3-70b",
+        "--gpu",
+        "h200",
+        "--gpus",
+        "4",
+        "--weights",
+        "fp8",
+        "--kv",
+        "fp8",
+        "--input-tokens",
+        "12000",
+        "--output-tokens",
+        "300",
+        "--think-time",
+        "20",
+        "--users",
+        "8,32",
+        "--format",
+        "json",
+    ]
+    co = json.loads(run(*args).output)
+    dis = json.loads(run(*args, "--disaggregate", "1:1").output)
+    assert dis["disaggregated"] == {"prefill_replicas": 1, "decode_replicas": 1}
+    # no prefill interference: decode speed holds up under load
+    assert dis["points"][1]["per_user_tokens_per_s"] > co["points"][1]["per_user_tokens_per_s"]
+    bad = CliRunner().invoke(main, [*args, "--disaggregate", "x"])
+    assert bad.exit_code == 2 and "P:D" in bad.output

@@ -423,3 +423,30 @@ def test_serving_options_in_scenario(tmp_path):
     sc = load_scenario(p)
     assert sc.workloads[0].serving().speculative.tokens == 3
     assert plan_scenario(sc).feasible
+
+
+def test_disaggregation_auto_is_never_costlier_and_only_is_honoured(tmp_path):
+    base = (
+        chat(tmp_path, users=3000, ttft=3.0, tps=40)
+        .read_text()
+        .replace("input_tokens: 1000", "input_tokens: 12000")
+        .replace("llama-3.1-8b", "llama-3.3-70b")
+    )
+    costs = {}
+    for mode in ("off", "auto", "only"):
+        p = write(
+            tmp_path,
+            base.replace(
+                "    tokens_per_s:",
+                f"    disaggregation: {mode}\n    think_time_s: 20\n    tokens_per_s:",
+            ),
+            f"{mode}.yaml",
+        )
+        res = plan_scenario(load_scenario(p), top=1)
+        assert res.feasible, mode
+        costs[mode] = res.plan.cost_usd
+        if mode == "only":
+            assert all(a.prefill_replicas for a in res.plan.assignments)
+        if mode == "off":
+            assert not any(a.prefill_replicas for a in res.plan.assignments)
+    assert costs["auto"] <= min(costs["off"], costs["only"]) + 1e-6
