@@ -685,8 +685,9 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         "published number measured on real GPUs (see `validation/README.md` for the columns and "
         "sources); the estimator predicts it from the model's config, the GPU preset and the "
         "row's split, formats, engine, lengths and concurrency. Offline max-throughput rows use "
-        "the KV-limited batch under the engine's memory policy; closed-loop rows use the serving "
-        "model of `estimator/serving.py` at the published concurrency.",
+        "the KV-limited batch under the engine's memory policy; closed-loop rows use the lockstep "
+        "model of `estimator/serving.py` at the published concurrency (fixed lengths, no "
+        "think time).",
         "",
         f"Calibration: `estimator/calibration.yaml`, status `{cal.get('status')}`, fitted on "
         f"{cal.get('fitted_on')}, by `{cal.get('command', 'n/a')}`. The headline error is the "
