@@ -271,22 +271,8 @@ class Evaluator:
         )
         mm = micro * q * self.matmul_flops_token / self.gpus
         at = micro * q * (m.attention_flops_decode(context) + m.ssm_flops_per_token()) / self.gpus
-        t_mem = stage_bytes / self.bw
-        t_cmp = mm / self.peak + at / self.peak_attn
-        t_comm = self._comm(micro * q) + self._pp_comm(micro * q)
-        over = self.layers_per_stage * self.eff.layer_overhead_us * 1e-6
-        stage = np.maximum(t_mem, t_cmp) + t_comm + over
-        pp = self.pp
-        host = self.eff.step_overhead_ms * 1e-3 + b * self.eff.seq_overhead_us * 1e-6
-        return StepTimes(
-            memory=pp * t_mem,
-            compute=pp * t_cmp,
-            comm=pp * t_comm,
-            overhead=pp * over + host,
-            total=pp * stage + host,
-            bytes_per_gpu=stage_bytes,
-            flops_per_gpu=mm + at,
-        )
+        # PP: a token crosses every stage in turn
+        return self._step(stage_bytes, mm, at, micro * q, b, passes=self.pp)
 
     def prefill(self, batch, input_tokens) -> StepTimes:
         """Prefill of ``batch`` prompts of ``input_tokens`` arriving together on an idle replica.
@@ -305,13 +291,18 @@ class Evaluator:
         )
         mm = tokens * self.matmul_flops_token / self.gpus
         at = b * (m.attention_flops_prefill(n) + n * m.ssm_flops_per_token()) / self.gpus
+        # pipeline fill: the prompts stream through the stages, one prompt crosses them all
+        return self._step(stage_bytes, mm, at, tokens, b, passes=(b + self.pp - 1) / b)
+
+    def _step(self, stage_bytes, mm_flops, attn_flops, tokens, seqs, passes) -> StepTimes:
+        """One stage's roofline plus collectives and per-layer overhead, times the stage
+        passes, plus the host's per-step and per-sequence work."""
         t_mem = stage_bytes / self.bw
-        t_cmp = mm / self.peak + at / self.peak_attn
+        t_cmp = mm_flops / self.peak + attn_flops / self.peak_attn
         t_comm = self._comm(tokens) + self._pp_comm(tokens)
         over = self.layers_per_stage * self.eff.layer_overhead_us * 1e-6
         stage = np.maximum(t_mem, t_cmp) + t_comm + over
-        passes = (b + self.pp - 1) / b  # pipeline fill: one prompt crosses every stage
-        host = self.eff.step_overhead_ms * 1e-3 + b * self.eff.seq_overhead_us * 1e-6
+        host = self.eff.step_overhead_ms * 1e-3 + seqs * self.eff.seq_overhead_us * 1e-6
         return StepTimes(
             memory=t_mem * passes,
             compute=t_cmp * passes,
@@ -319,7 +310,7 @@ class Evaluator:
             overhead=over * passes + host,
             total=stage * passes + host,
             bytes_per_gpu=stage_bytes,
-            flops_per_gpu=mm + at,
+            flops_per_gpu=mm_flops + attn_flops,
         )
 
 

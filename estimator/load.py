@@ -83,6 +83,11 @@ class Steps:
     weights_gb: float
     fixed_gb: float
 
+    def memory_gb(self, in_flight):
+        """Per-GPU memory with ``in_flight`` sequences holding KV."""
+        kv = np.interp(in_flight, np.arange(len(self.kv_gb_table)), self.kv_gb_table)
+        return self.weights_gb + self.fixed_gb + kv
+
     def t_iter(self, b):
         """Iteration seconds at (possibly fractional) decode batch ``b``."""
         b = np.clip(np.asarray(b, float), 0, self.slots)
@@ -298,11 +303,7 @@ def load_point(
     saturated = lam >= x_max * 0.999
     in_flight = np.minimum(lam * (own + dec_time), c)
     demand = n * (own + dec_time) / (think_time_s + own + dec_time)  # KV slots wanted
-    mem = (
-        st.weights_gb
-        + st.fixed_gb
-        + np.interp(in_flight, np.arange(len(st.kv_gb_table)), st.kv_gb_table)
-    )
+    mem = st.memory_gb(in_flight)
     return LoadPoint(
         users=n,
         ttft_s=ttft,
@@ -408,11 +409,7 @@ def disaggregated_point(
     ttft_p = np.maximum(s_pf + q_pf, ttft)
     in_flight = np.minimum(lam * dec_time / decode_replicas, st.slots)
     demand = n * dec_time / (think_time_s + ttft + dec_time) / decode_replicas
-    mem = (
-        st.weights_gb
-        + st.fixed_gb
-        + np.interp(in_flight, np.arange(len(st.kv_gb_table)), st.kv_gb_table)
-    )
+    mem = st.memory_gb(in_flight)
     return LoadPoint(
         users=n,
         ttft_s=ttft,
