@@ -36,6 +36,14 @@ def calibration() -> dict[str, Any]:
     return yaml.safe_load(text)
 
 
+def efficiency_key(gpu) -> str:
+    """The calibration group of a GPU: its architecture family, split by memory technology
+    (GDDR boards reach a different share of their bandwidth than HBM parts of the same
+    architecture, and sit on PCIe)."""
+    gddr = "GDDR" in (gpu.memory_type or "").upper()
+    return f"{gpu.family}-gddr" if gddr else gpu.family
+
+
 def efficiency_for(family: str) -> Efficiency:
     cal = calibration()
     base = Efficiency(**cal["defaults"])

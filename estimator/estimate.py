@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import comm
-from .efficiency import Efficiency, efficiency_for
+from .efficiency import Efficiency, efficiency_for, efficiency_key
 from .errors import EstimatorError, SplitError
 from .formats import compute_precision, kv_format, weight_format
 from .hardware import Accelerator
@@ -81,7 +81,7 @@ class Evaluator:
             kv_format(kv),
             get_engine(engine),
         )
-        self.eff = efficiency or efficiency_for(gpu.family)
+        self.eff = efficiency or efficiency_for(efficiency_key(gpu))
         self.notes: list[str] = []
         self.precision, note = compute_precision(self.wfmt.compute, gpu.dense_tflops)
         if note:
@@ -162,6 +162,9 @@ class Evaluator:
         else:
             self.kv_budget = self.engine.fraction * (cap - fixed)
         self.capacity = cap
+        # each attention-data-parallel rank runs its own scheduler and batch (TensorRT-LLM
+        # enable_attention_dp, vLLM/SGLang DP attention), so the engine's cap is per rank
+        self.max_seqs = self.engine.max_num_seqs * (tp if par.attention_dp else 1)
 
         # --- per-token compute ----------------------------------------------------------
         self.matmul_flops_token = 2.0 * m.matmul_params_per_token

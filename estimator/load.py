@@ -104,7 +104,7 @@ def prepare_steps(
     shared = ev.kv_bytes_per_gpu(1, input_tokens - i_eff) if h > 0 else 0.0
     per_seq = float(ev.kv_bytes_per_gpu(1, ctx_mem))
     mem_slots = int(max(ev.kv_budget - shared, 0) // max(per_seq, 1e-9))
-    slots = max(0, min(mem_slots, ev.engine.max_num_seqs))
+    slots = max(0, min(mem_slots, ev.max_seqs))
     one = ev.prefill(1, i_eff)
     s_tok = float(one.compute + one.comm) / i_eff
     b = np.arange(0, max(slots, 1) + 1, dtype=float)

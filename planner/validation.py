@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from estimator import EstimatorError, Evaluator, Parallel, get_gpu, get_model
-from estimator.efficiency import Efficiency, efficiency_for
+from estimator.efficiency import Efficiency, efficiency_for, efficiency_key
 from estimator.serving import lockstep, saturated_tokens_per_s
 
 COLUMNS = [
@@ -238,7 +238,7 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         )
     )
     conc = _int(row.get("concurrency_or_batch"))
-    max_b = min(int(ev.max_batch(isl + osl)), ev.engine.max_num_seqs)
+    max_b = min(int(ev.max_batch(isl + osl)), ev.max_seqs)
     if max_b < 1:
         return Skipped(idx, row, "does not fit in memory in the estimator")
     if conc is None:
@@ -264,7 +264,7 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
     case = Case(
         idx,
         row,
-        gpu.family,
+        efficiency_key(gpu),
         source_key(row.get("source", "")),
         kind,
         metric,
@@ -432,7 +432,16 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
 
     res = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.2, x_scale="jac")
     p = unpack(res.x)
+    names = [
+        f"{f}.{k}"
+        for f in (["default"] if own_default else []) + fams
+        for k in ("memory", "compute")
+    ] + list(GLOBAL)
+    at_bound = [
+        n for n, x, a, b in zip(names, res.x, lo, hi, strict=True) if x <= a + 1e-6 or x >= b - 1e-6
+    ]
     info = {
+        "at_bounds": at_bound,
         "rows": len(use),
         "families_fitted": fams,
         "rows_per_family": counts,
@@ -581,6 +590,8 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         ],
         "rows_evaluated": len(cases),
         "rows_in_fit": info["rows"],
+        # factors pinned at a bound are not identified by the data (or absorb missing physics)
+        "at_bounds": info["at_bounds"],
         "defaults": {
             "memory": r4(dm),
             "compute": r4(dc),

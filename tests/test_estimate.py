@@ -15,7 +15,7 @@ from estimator import (
     get_model,
     gpu_catalog,
 )
-from estimator.efficiency import efficiency_for
+from estimator.efficiency import efficiency_for, efficiency_key
 
 
 def test_int4_weights_of_llama3_70b(llama70, h100):
@@ -43,7 +43,7 @@ def test_decode_step_hand_computed_llama8b(h100):
     = every weight but the input-embedding table (a gather) + the KV cache read + the token's
     activations written and read back between kernels."""
     m = get_model("llama-3.1-8b")
-    eff = efficiency_for(h100.family)
+    eff = efficiency_for(efficiency_key(h100))
     ev = Evaluator(m, h100, Parallel())
     ctx = 1000
     st = ev.decode_step(1, ctx)
@@ -65,7 +65,7 @@ def test_decode_step_hand_computed_llama8b(h100):
 
 def test_prefill_compute_bound_hand_computed(h100):
     m = get_model("llama-3.1-8b")
-    eff = efficiency_for(h100.family)
+    eff = efficiency_for(efficiency_key(h100))
     ev = Evaluator(m, h100, Parallel())
     n = 4096
     st = ev.prefill(1, n)
