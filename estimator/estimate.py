@@ -398,7 +398,6 @@ def estimate(
     fits = b <= max_b
     dec = ev.decode_step(b, i + o / 2)
     pre = ev.prefill(b, i)
-    first = ev.decode_step(b, i)
     tpot = float(dec.total)
     prefill_s = float(pre.total)
     ttft = prefill_s  # the prefill pass itself samples the first token
@@ -425,7 +424,6 @@ def estimate(
     def times(s: StepTimes) -> dict:
         return {k: float(getattr(s, k)) for k in ("memory", "compute", "comm", "overhead", "total")}
 
-    del first
     return Estimate(
         model=model.name,
         gpu=gpu.name,
