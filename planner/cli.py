@@ -128,6 +128,11 @@ _REPLICA_OPTIONS = [
 
 _SERVING_OPTIONS = [
     click.option(
+        "--disaggregate",
+        help="P:D - serve with P prefill-only and D decode-only "
+        "copies of the replica (users are per P+D unit).",
+    ),
+    click.option(
         "--think-time",
         type=click.FloatRange(min=0),
         default=0.0,
@@ -184,6 +189,7 @@ def _serving(
     spec_acceptance,
     spec_method,
     spec_draft_cost,
+    disaggregate=None,  # handled by the caller: a deployment shape, not an engine option
 ):
     from estimator.load import ServingOptions, Speculative
 
@@ -276,6 +282,7 @@ def estimate_cmd(
         output_tokens,
         b_req,
         _serving(**serving_kw),
+        serving_kw.get("disaggregate"),
     )
     if fmt == "json":
         d = est.to_dict()
@@ -304,17 +311,39 @@ def estimate_cmd(
         sys.exit(EXIT_INFEASIBLE)
 
 
-def _under_load(model, gpu, par, weights, kv, engine, i, o, users, opts) -> dict | None:
+def _under_load(
+    model, gpu, par, weights, kv, engine, i, o, users, opts, disaggregate=None
+) -> dict | None:
     from estimator import Evaluator
-    from estimator.load import load_point, prepare_steps
+    from estimator.load import (
+        disaggregated_point,
+        kv_transfer_seconds,
+        load_point,
+        prepare_steps,
+    )
 
     ev = Evaluator(model, gpu, par, weights, kv, engine)
     st = prepare_steps(ev, i, o, opts)
     if st.slots < 1:
         return None
-    lp = load_point(st, [users], opts.think_time_s, 90.0)
+    split = _parse_split(disaggregate) if disaggregate else None
+    if split:
+        lp = disaggregated_point(
+            st,
+            split[0],
+            split[1],
+            [users],
+            opts.think_time_s,
+            90.0,
+            kv_transfer_s=kv_transfer_seconds(ev, st.input_tokens),
+        )
+    else:
+        lp = load_point(st, [users], opts.think_time_s, 90.0)
     return {
         "users": users,
+        "disaggregated": {"prefill_replicas": split[0], "decode_replicas": split[1]}
+        if split
+        else None,
         "think_time_s": opts.think_time_s,
         "ttft_s": float(lp.ttft_s[0]),
         "ttft_p90_s": float(lp.ttft_pct_s[0]),
@@ -847,12 +876,6 @@ def _parse_split(text: str) -> tuple[int, int]:
     help="Per-user decode speed target.",
 )
 @click.option("--percentile", type=click.FloatRange(1, 99.9), default=90.0, show_default=True)
-@click.option(
-    "--disaggregate",
-    "disagg",
-    help="P:D - serve with P prefill-only and D decode-only copies of the replica "
-    "(users are per P+D unit).",
-)
 @serving_options
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
@@ -880,7 +903,6 @@ def curve_cmd(
     ttft_s,
     tokens_per_s,
     percentile,
-    disagg,
     fmt,
     **serving_kw,
 ):
@@ -930,6 +952,7 @@ def curve_cmd(
             else sorted({int(x) for x in np.round(np.geomspace(1, hi, 48))})
         )
     u = np.array(users, float)
+    disagg = serving_kw.get("disaggregate")
     split = _parse_split(disagg) if disagg else None
 
     def curve(x, pct):
