@@ -8,22 +8,21 @@ what the planner and the benchmark use. :func:`estimate` is the one-shot conveni
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import comm
-from .efficiency import Efficiency, efficiency_for, efficiency_key
-from .errors import EstimatorError, SplitError
-from .formats import compute_precision, kv_format, weight_format
+from .efficiency import Efficiency
+from .errors import EstimatorError
+from .formats import kv_format, weight_format
 from .hardware import Accelerator
 from .memory import engine as get_engine
 from .memory import runtime_overhead_bytes
 from .model import LanguageModel
 from .parallel import Parallel, check_split
+from .roofline import ACT_BYTES, Machine, StepTimes
 
-ACT_BYTES = 2.0  # activations travel in 16-bit between layers and over the links
 EMBED_BYTES = (
     2.0  # quantisation recipes (AWQ, GPTQ, ModelOpt FP8/FP4) keep embeddings and lm_head 16-bit
 )
@@ -41,24 +40,6 @@ class Workload(BaseModel):
 def expert_touch(k: int, experts: int, tokens):
     """Share of experts a step's tokens route to: 1 − (1 − k/E)^tokens (uniform routing)."""
     return 1.0 - (1.0 - k / experts) ** np.asarray(tokens, float)
-
-
-@dataclass
-class StepTimes:
-    """Seconds for one forward step of the whole replica (all pipeline stages)."""
-
-    memory: Any
-    compute: Any
-    comm: Any
-    overhead: Any
-    total: Any
-    bytes_per_gpu: Any
-    flops_per_gpu: Any
-
-    def bottleneck(self) -> Any:
-        stack = np.stack(np.broadcast_arrays(self.memory, self.compute, self.comm))
-        names = np.array(["memory", "compute", "interconnect"])
-        return names[np.argmax(stack, axis=0)]
 
 
 class Evaluator:
@@ -81,19 +62,13 @@ class Evaluator:
             kv_format(kv),
             get_engine(engine),
         )
-        self.eff = efficiency or efficiency_for(efficiency_key(gpu))
+        self.machine = Machine(gpu, par, self.wfmt.compute, efficiency)
         self.notes: list[str] = []
-        self.precision, note = compute_precision(self.wfmt.compute, gpu.dense_tflops)
-        if note:
-            self.notes.append(note)
-        self.attn_precision, _ = compute_precision("bf16", gpu.dense_tflops)
+        if self.machine.precision_note:
+            self.notes.append(self.machine.precision_note)
+        self.precision = self.machine.precision
         tp, pp = par.tp, par.pp
         self.tp, self.pp, self.gpus = tp, pp, tp * pp
-        if self.gpus > comm.domain(gpu) and not gpu.scale_out_gb_s:
-            raise SplitError(
-                f"{self.gpus} GPUs per replica exceed the {comm.domain(gpu)}-GPU domain of "
-                f"{gpu.name}, which has no scale-out network in its preset"
-            )
         c, m = model.counts, model
         wb = self.wfmt.bytes_per_value
 
@@ -168,9 +143,6 @@ class Evaluator:
 
         # --- per-token compute ----------------------------------------------------------
         self.matmul_flops_token = 2.0 * m.matmul_params_per_token
-        self.peak = gpu.peak_flops(self.precision) * self.eff.compute
-        self.peak_attn = gpu.peak_flops(self.attn_precision) * self.eff.compute
-        self.bw = gpu.bandwidth_bytes_s * self.eff.memory
         self.layers_per_stage = -(-m.num_layers // pp)
 
     def _activation_traffic_per_token(self) -> float:
@@ -205,11 +177,12 @@ class Evaluator:
         import copy
 
         ev = copy.copy(self)
-        ev.eff = eff
-        ev.peak = self.gpu.peak_flops(self.precision) * eff.compute
-        ev.peak_attn = self.gpu.peak_flops(self.attn_precision) * eff.compute
-        ev.bw = self.gpu.bandwidth_bytes_s * eff.memory
+        ev.machine = self.machine.with_efficiency(eff)
         return ev
+
+    @property
+    def eff(self) -> Efficiency:
+        return self.machine.eff
 
     # ---- memory -----------------------------------------------------------------------
     def kv_bytes_per_gpu(self, batch, context):
@@ -230,27 +203,18 @@ class Evaluator:
 
     # ---- time -------------------------------------------------------------------------
     def _comm(self, tokens):
-        """Interconnect seconds for one stage's pass over ``tokens`` tokens."""
-        m, g, e = self.model, self.gpu, self.eff
-        msg = np.asarray(tokens, float) * m.hidden_size * ACT_BYTES
+        """Interconnect seconds for one stage's pass over ``tokens`` tokens: TP all-reduces
+        (two per layer), or for MoE layers under EP one all-reduce and an all-to-all dispatch
+        and combine; plus the send to the next pipeline stage."""
+        m, mc = self.model, self.machine
         layers = self.layers_per_stage
-        moe_frac = m.num_moe_layers / m.num_layers
-        t = np.zeros_like(msg)
-        if self.tp > 1:
-            ar = comm.allreduce(g, self.tp, msg, e)
-            if self.par.ep > 1:  # MoE layers: attention all-reduce + all-to-all dispatch/combine
-                k = m.moe.top_k
-                a2a = comm.alltoall(g, self.par.ep, msg * k / self.tp, e)
-                t = layers * ((1 - moe_frac) * 2 * ar + moe_frac * (ar + 2 * a2a))
-            else:  # two all-reduces per layer (after attention / mixer, after the MLP)
-                t = layers * 2 * ar
-        return t
-
-    def _pp_comm(self, tokens):
-        if self.pp == 1:
-            return 0.0
-        msg = np.asarray(tokens, float) * self.model.hidden_size * ACT_BYTES
-        return comm.p2p(self.gpu, self.gpus, msg, self.eff)
+        t = mc.tp_comm(tokens, m.hidden_size, layers)
+        if self.tp > 1 and self.par.ep > 1:
+            moe_frac = m.num_moe_layers / m.num_layers
+            msg = np.asarray(tokens, float) * m.hidden_size * ACT_BYTES
+            a2a = comm.alltoall(self.gpu, self.par.ep, msg * m.moe.top_k / self.tp, mc.eff)
+            t = t * (1 - moe_frac / 2) + layers * moe_frac * 2 * a2a
+        return t + mc.pp_comm(tokens, m.hidden_size)
 
     def decode_step(self, batch, context, tokens_per_seq: int = 1) -> StepTimes:
         """One decode step: every sequence of ``batch`` adds a token at ``context``.
@@ -298,23 +262,8 @@ class Evaluator:
         return self._step(stage_bytes, mm, at, tokens, b, passes=(b + self.pp - 1) / b)
 
     def _step(self, stage_bytes, mm_flops, attn_flops, tokens, seqs, passes) -> StepTimes:
-        """One stage's roofline plus collectives and per-layer overhead, times the stage
-        passes, plus the host's per-step and per-sequence work."""
-        t_mem = stage_bytes / self.bw
-        t_cmp = mm_flops / self.peak + attn_flops / self.peak_attn
-        t_comm = self._comm(tokens) + self._pp_comm(tokens)
-        over = self.layers_per_stage * self.eff.layer_overhead_us * 1e-6
-        stage = np.maximum(t_mem, t_cmp) + t_comm + over
-        host = self.eff.step_overhead_ms * 1e-3 + seqs * self.eff.seq_overhead_us * 1e-6
-        return StepTimes(
-            memory=t_mem * passes,
-            compute=t_cmp * passes,
-            comm=t_comm * passes,
-            overhead=over * passes + host,
-            total=stage * passes + host,
-            bytes_per_gpu=stage_bytes,
-            flops_per_gpu=mm_flops + attn_flops,
-        )
+        return self.machine.step(stage_bytes, mm_flops, attn_flops, self._comm(tokens),
+                                 self.layers_per_stage, seqs, passes)
 
 
 @dataclass
