@@ -262,8 +262,15 @@ class Evaluator:
         return self._step(stage_bytes, mm, at, tokens, b, passes=(b + self.pp - 1) / b)
 
     def _step(self, stage_bytes, mm_flops, attn_flops, tokens, seqs, passes) -> StepTimes:
-        return self.machine.step(stage_bytes, mm_flops, attn_flops, self._comm(tokens),
-                                 self.layers_per_stage, seqs, passes)
+        return self.machine.step(
+            stage_bytes,
+            mm_flops,
+            attn_flops,
+            self._comm(tokens),
+            self.layers_per_stage,
+            seqs,
+            passes,
+        )
 
 
 @dataclass

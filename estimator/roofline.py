@@ -46,14 +46,16 @@ class Machine:
     """One replica's GPUs: peak FLOPS in the precision the math really runs in, achieved
     bandwidth, and the links its collectives cross."""
 
-    def __init__(self, gpu: Accelerator, par: Parallel, compute: str,
-                 efficiency: Efficiency | None = None):
+    def __init__(
+        self, gpu: Accelerator, par: Parallel, compute: str, efficiency: Efficiency | None = None
+    ):
         self.gpu, self.par = gpu, par
         self.tp, self.pp, self.gpus = par.tp, par.pp, par.tp * par.pp
         if self.gpus > comm.domain(gpu) and not gpu.scale_out_gb_s:
             raise SplitError(
                 f"{self.gpus} GPUs per replica exceed the {comm.domain(gpu)}-GPU domain of "
-                f"{gpu.name}, which has no scale-out network in its preset")
+                f"{gpu.name}, which has no scale-out network in its preset"
+            )
         self.precision, self.precision_note = compute_precision(compute, gpu.dense_tflops)
         self.attn_precision, _ = compute_precision("bf16", gpu.dense_tflops)
         self._set(efficiency or efficiency_for(efficiency_key(gpu)))
@@ -82,8 +84,9 @@ class Machine:
         msg = np.asarray(tokens, float) * hidden * ACT_BYTES
         return comm.p2p(self.gpu, self.gpus, msg, self.eff)
 
-    def step(self, stage_bytes, mm_flops, attn_flops, comm_s, layers: float, seqs,
-             passes) -> StepTimes:
+    def step(
+        self, stage_bytes, mm_flops, attn_flops, comm_s, layers: float, seqs, passes
+    ) -> StepTimes:
         """One stage's roofline plus collectives and per-layer overhead, times the stage
         passes, plus the host's per-step and per-sequence work."""
         t_mem = stage_bytes / self.bw
@@ -91,6 +94,12 @@ class Machine:
         over = layers * self.eff.layer_overhead_us * 1e-6
         stage = np.maximum(t_mem, t_cmp) + comm_s + over
         host = self.eff.step_overhead_ms * 1e-3 + seqs * self.eff.seq_overhead_us * 1e-6
-        return StepTimes(memory=t_mem * passes, compute=t_cmp * passes, comm=comm_s * passes,
-                         overhead=over * passes + host, total=stage * passes + host,
-                         bytes_per_gpu=stage_bytes, flops_per_gpu=mm_flops + attn_flops)
+        return StepTimes(
+            memory=t_mem * passes,
+            compute=t_cmp * passes,
+            comm=comm_s * passes,
+            overhead=over * passes + host,
+            total=stage * passes + host,
+            bytes_per_gpu=stage_bytes,
+            flops_per_gpu=mm_flops + attn_flops,
+        )

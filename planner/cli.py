@@ -25,6 +25,7 @@ from estimator import (
     parallel_for,
 )
 from estimator.advice import nearest_fit
+from estimator.families.catalog import is_family_model
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS, kv_format
 from estimator.memory import ENGINES
 
@@ -209,6 +210,123 @@ def _serving(
     )
 
 
+def family_options(fn):
+    """Workload options of the non-LLM families."""
+    opts = [
+        click.option(
+            "--audio-seconds",
+            type=click.FloatRange(min=0, min_open=True),
+            default=30.0,
+            show_default=True,
+            help="Speech: audio per request.",
+        ),
+        click.option(
+            "--beam",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Speech: beam width.",
+        ),
+        click.option("--frames", type=click.IntRange(min=1), help="Video/JEPA: frames per clip."),
+        click.option("--resolution", help="Image/video: WxH (default: the model's)."),
+        click.option(
+            "--horizon",
+            type=click.IntRange(min=0),
+            default=0,
+            help="JEPA-AC: planning horizon (steps).",
+        ),
+        click.option(
+            "--samples",
+            type=click.IntRange(min=0),
+            default=0,
+            help="JEPA-AC: candidate action sequences per planning step.",
+        ),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def _parse_resolution(text: str | None, default: int) -> tuple[int, int]:
+    if not text:
+        return default, default
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise EstimatorError(f"--resolution expects WxH (e.g. 1024x1024), not '{text}'") from None
+    if w < 1 or h < 1:
+        raise EstimatorError("--resolution must be positive")
+    return w, h
+
+
+def _family_estimate(
+    name, gpu_name, gpus, tp, pp, ep, attention_dp, weights, kv, batch, fam, fmt, pre
+):
+    from estimator.families import get_family_model
+    from estimator.families.models import AsrModel, EncoderModel
+    from estimator.families.perf import estimate_asr, estimate_encoder, estimate_jepa
+
+    model = get_family_model(name, pre)
+    gpu = get_gpu(gpu_name, pre)
+    par = parallel_for(gpus, tp, pp, ep, attention_dp)
+    try:
+        b = int(batch)
+    except ValueError:
+        raise EstimatorError(
+            f"--batch must be a positive integer for {model.family} models"
+        ) from None
+    if b < 1:
+        raise EstimatorError("--batch must be at least 1")
+    if isinstance(model, EncoderModel):
+        e = estimate_encoder(model, gpu, par, weights, b, fam["input_tokens"])
+    elif isinstance(model, AsrModel):
+        e = estimate_asr(model, gpu, par, weights, b, fam["audio_seconds"], fam["beam"], kv=kv)
+    else:
+        w, h = _parse_resolution(fam["resolution"], model.resolution)
+        e = estimate_jepa(
+            model,
+            gpu,
+            par,
+            weights,
+            b,
+            fam["frames"] or model.frames,
+            w,
+            h,
+            fam["horizon"],
+            fam["samples"],
+        )
+    if fmt == "json":
+        click.echo(_dump(e.to_dict()))
+    else:
+        m = e.memory_gb
+        rows = [
+            ["fits", "yes" if e.fits else "NO"],
+            ["largest batch that fits", e.max_batch],
+            ["bottleneck", e.bottleneck],
+        ]
+        rows += [[k, f"{v:.4g}" if isinstance(v, float) else v] for k, v in e.metrics.items()]
+        click.echo(
+            f"{model.display_name or model.name} ({e.family}) on {par.gpus} x "
+            f"{gpu.display_name} (TP{par.tp}), weights {weights}, math in "
+            f"{e.compute_precision}"
+        )
+        click.echo(tabulate(rows, tablefmt="simple"))
+        click.echo(
+            f"memory per GPU: weights {m['weights']:.2f} GB, KV {m['kv_cache']:.2f} GB, "
+            f"activations {m['activations']:.2f} GB, overhead {m['overhead']:.2f} GB, "
+            f"total {m['total']:.2f} of {m['capacity']:.0f} GB"
+        )
+        for n in e.notes:
+            click.echo(f"note: {n}")
+    if not e.fits:
+        click.echo(
+            f"does not fit: needs {e.memory_gb['total']:.1f} GB per GPU, the engine "
+            f"allows {e.memory_gb['usable']:.1f} GB",
+            err=True,
+        )
+        sys.exit(EXIT_INFEASIBLE)
+
+
 @main.command("estimate")
 @replica_options
 @click.option(
@@ -223,6 +341,7 @@ def _serving(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 @serving_options
+@family_options
 @click.pass_context
 @friendly_errors
 def estimate_cmd(
@@ -242,6 +361,12 @@ def estimate_cmd(
     input_tokens,
     output_tokens,
     fmt,
+    audio_seconds,
+    beam,
+    frames,
+    resolution,
+    horizon,
+    samples,
     **serving_kw,
 ):
     """Will it fit, and how fast: one model on one GPU type and split.
@@ -250,6 +375,19 @@ def estimate_cmd(
     replica serving `--batch` users in a closed loop (queueing, prefill/decode interference
     and the serving options)."""
     pre = _presets(ctx)
+    if model_name and not model_config and is_family_model(model_name, pre):
+        fam = dict(
+            audio_seconds=audio_seconds,
+            beam=beam,
+            frames=frames,
+            resolution=resolution,
+            horizon=horizon,
+            samples=samples,
+            input_tokens=input_tokens,
+        )
+        return _family_estimate(
+            model_name, gpu_name, gpus, tp, pp, ep, attention_dp, weights, kv, batch, fam, fmt, pre
+        )
     model = _resolve_model(model_name, model_config, pre)
     gpu = get_gpu(gpu_name, pre)
     par = parallel_for(gpus, tp, pp, ep, attention_dp)
@@ -667,7 +805,7 @@ def compare_cmd(ctx, scenario_file, by, fmt, out):
 @friendly_errors
 def sweep_cmd(ctx, scenario_file, sets, fmt, out):
     """Rerun the solve for every combination of --set values; one row per combination."""
-    from .report import ranked_rows, result_json, write_csv
+    from .report import per_mtok, ranked_rows, result_json, write_csv
     from .scenario import load_scenario
     from .solve import parse_sets, plan_scenario, sweep_combinations
 
@@ -691,7 +829,7 @@ def sweep_cmd(ctx, scenario_file, sets, fmt, out):
                         p.label(),
                         p.total_gpus,
                         f"${p.cost_usd:,.0f}",
-                        f"${p.usd_per_million_tokens:,.2f}",
+                        per_mtok(p.usd_per_million_tokens),
                         "",
                     ]
                 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .scenario import LLMWorkload
+from .scenario import EmbeddingWorkload, LLMWorkload, SpeechWorkload, WorldModelWorkload
 
 
 @dataclass(frozen=True)
@@ -18,15 +18,46 @@ class Demand:
     workload: str
     unit: str  # 'seats' for language models; other families bring their own unit
     amount: float  # exact
-    required: int  # what the fleet must cover (rounded up)
+    required: int  # what the fleet must cover, in units / scale (rounded up)
     arithmetic: str
+    scale: int = 1  # rates are counted in thousandths so the optimiser stays in integers
+
+    @property
+    def display_required(self) -> float:
+        return self.required / self.scale
 
 
 def seats(users: float, hours_per_person: float, utilisation: float) -> float:
     return users * hours_per_person / (24.0 * utilisation)
 
 
-def demand_of(w: LLMWorkload) -> Demand:
+def demand_of(w) -> Demand:
+    if isinstance(w, EmbeddingWorkload):
+        return _rate(w.name, "docs/s", w.docs_per_s, f"{w.docs_per_s:g} documents/s at peak")
+    if isinstance(w, WorldModelWorkload):
+        return _rate(w.name, "clips/s", w.clips_per_s, f"{w.clips_per_s:g} clips/s at peak")
+    if isinstance(w, SpeechWorkload):
+        if w.streams is not None:
+            s, text = w.streams, f"{w.streams:g} concurrent real-time streams"
+        else:
+            s = w.audio_hours_per_day / (24.0 * w.utilisation)
+            text = (
+                f"{w.audio_hours_per_day:g} audio hours/day ÷ (24 h × {w.utilisation:g}) "
+                f"= {s:,.1f} real-time streams"
+            )
+        return Demand(w.name, "streams", s, max(1, math.ceil(s - 1e-9)), text)
+    return _seats(w)
+
+
+def _rate(name: str, unit: str, amount: float, text: str) -> Demand:
+    from .family_capacity import RATE_SCALE
+
+    return Demand(
+        name, unit, amount, max(1, math.ceil(amount * RATE_SCALE - 1e-6)), text, RATE_SCALE
+    )
+
+
+def _seats(w: LLMWorkload) -> Demand:
     s = seats(w.users, w.hours_per_person, w.utilisation)
     text = (
         f"{w.users:g} users × {w.hours_per_person:g} h ÷ (24 h × {w.utilisation:g}) "

@@ -18,6 +18,10 @@ def _money(x: float) -> str:
     return f"${x:,.0f}"
 
 
+def per_mtok(x: float | None) -> str:
+    return "-" if x is None else f"${x:,.2f}"
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.0f}%"
 
@@ -51,6 +55,8 @@ def plan_json(p: Plan) -> dict:
                 },
                 "binding": a.binding,
                 "bottleneck": a.bottleneck,
+                "unit": a.unit,
+                "metrics": a.metrics,
                 "disaggregated": (
                     {"prefill_replicas": a.prefill_replicas, "decode_replicas": a.decode_replicas}
                     if a.prefill_replicas
@@ -77,7 +83,8 @@ def result_json(r: PlanResult) -> dict:
         "basis": r.basis,
         "years": r.years,
         "seats": {n: d.amount for n, d in r.demands.items()},
-        "seats_required": {n: d.required for n, d in r.demands.items()},
+        "seats_required": {n: d.display_required for n, d in r.demands.items()},
+        "units": {n: d.unit for n, d in r.demands.items()},
         "seats_arithmetic": {n: d.arithmetic for n, d in r.demands.items()},
     }
     if r.plan:
@@ -99,10 +106,14 @@ def _assign_rows(p: Plan) -> list[list]:
                 a.workload,
                 f"{a.replicas} x {a.gpus_per_replica} {a.gpu}",
                 a.split(),
-                f"{a.seats_served:,} / {a.seats_needed:,}",
-                f"{a.ttft_s:.2f} s p{a.ttft_percentile:g}"
+                f"{a.seats_served:,.4g} / {a.seats_needed:,.4g} {a.unit}",
+                "-"
+                if a.ttft_s is None
+                else f"{a.ttft_s:.2f} s p{a.ttft_percentile:g}"
                 + (f" ({_pct(a.ttft_headroom_pct)})" if a.ttft_target_s else ""),
-                f"{a.tokens_per_s:.1f}"
+                "-"
+                if a.tokens_per_s is None
+                else f"{a.tokens_per_s:.1f}"
                 + (f" ({_pct(a.tokens_per_s_headroom_pct)})" if a.tokens_per_s_target else ""),
                 a.binding,
                 a.bottleneck,
@@ -115,7 +126,7 @@ ASSIGN_HEAD = [
     "workload",
     "replicas x GPUs",
     "split",
-    "seats served/needed",
+    "served/needed",
     "TTFT (headroom)",
     "tok/s/user (headroom)",
     "limit",
@@ -129,7 +140,9 @@ def result_table(r: PlanResult, top: int) -> str:
         "",
         "Demand:",
     ]
-    out += [f"  {n}: {d.arithmetic} -> {d.required:,} {d.unit}" for n, d in r.demands.items()]
+    out += [
+        f"  {n}: {d.arithmetic} -> {d.display_required:,.4g} {d.unit}" for n, d in r.demands.items()
+    ]
     out.append("")
     if not r.feasible:
         out.append(f"NO FEASIBLE PLAN: {r.reason}")
@@ -150,7 +163,8 @@ def result_table(r: PlanResult, top: int) -> str:
     ]
     if r.basis == "purchase":
         cost.append(f"capex {_money(p.capex_usd)}")
-    cost.append(f"${p.usd_per_million_tokens:,.2f} per million output tokens")
+    if p.usd_per_million_tokens is not None:
+        cost.append(f"${p.usd_per_million_tokens:,.2f} per million output tokens")
     out.append(
         "Cost: " + ", ".join(cost) + ("" if p.optimal else " (solver time limit: best found)")
     )
@@ -164,7 +178,7 @@ def result_table(r: PlanResult, top: int) -> str:
                 q.total_gpus,
                 _money(q.cost_usd),
                 _money(q.cost_per_year_usd),
-                f"${q.usd_per_million_tokens:,.2f}",
+                per_mtok(q.usd_per_million_tokens),
                 f"{q.power_kw:.1f}",
             ]
             for i, q in enumerate(r.per_gpu_best[:top])
@@ -206,7 +220,7 @@ def compare_table(groups: list[GroupResult], by: str) -> str:
                     p.total_gpus,
                     _money(p.cost_usd),
                     _money(p.cost_per_year_usd),
-                    f"${p.usd_per_million_tokens:,.2f}",
+                    per_mtok(p.usd_per_million_tokens),
                     f"{p.power_kw:.1f}",
                     "",
                 ]
@@ -257,22 +271,23 @@ def plan_rows(p: Plan, rank: int, extra: dict | None = None) -> list[dict]:
                 "plan_total_gpus": p.total_gpus,
                 "plan_cost_usd": round(p.cost_usd, 2),
                 "plan_cost_per_year_usd": round(p.cost_per_year_usd, 2),
-                "usd_per_million_output_tokens": round(p.usd_per_million_tokens, 4),
-                "ttft_s": round(a.ttft_s, 4),
+                "usd_per_million_output_tokens": _r(p.usd_per_million_tokens, 4),
+                "ttft_s": _r(a.ttft_s, 4),
                 "ttft_target_s": a.ttft_target_s,
                 "ttft_headroom_pct": _r(a.ttft_headroom_pct),
-                "tokens_per_s": round(a.tokens_per_s, 3),
+                "tokens_per_s": _r(a.tokens_per_s, 3),
                 "tokens_per_s_target": a.tokens_per_s_target,
                 "tokens_per_s_headroom_pct": _r(a.tokens_per_s_headroom_pct),
                 "seats_headroom_pct": _r(a.seats_headroom_pct),
+                "unit": a.unit,
                 "bottleneck": a.bottleneck,
             }
         )
     return rows
 
 
-def _r(x):
-    return None if x is None else round(x, 2)
+def _r(x, digits: int = 2):
+    return None if x is None else round(x, digits)
 
 
 def ranked_rows(r: PlanResult, extra: dict | None = None) -> list[dict]:

@@ -97,13 +97,65 @@ class LLMWorkload(BaseModel):
         return v.lower()
 
 
+class _FamilyWorkload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1)
+    model: str = Field(description="a preset of the workload's family")
+    weights: str = "bf16"
+
+    _w = field_validator("weights")(LLMWorkload._w.__func__)
+
+
+class EmbeddingWorkload(_FamilyWorkload):
+    """Text embeddings or reranking: documents (query-document pairs) per second."""
+
+    kind: Literal["embedding"]
+    docs_per_s: float = Field(gt=0, description="documents (or pairs) per second at peak")
+    input_tokens: int = Field(512, ge=1, description="tokens per document (pair)")
+    max_batch_latency_s: float = Field(1.0, gt=0, description="time one batch may take")
+
+
+class SpeechWorkload(_FamilyWorkload):
+    """Speech recognition: concurrent real-time streams, or hours of audio a day."""
+
+    kind: Literal["speech"]
+    streams: float | None = Field(None, gt=0, description="concurrent real-time streams")
+    audio_hours_per_day: float | None = Field(None, gt=0)
+    utilisation: float = Field(1.0, gt=0, le=1, description="for audio_hours_per_day")
+    max_rtf: float = Field(0.5, gt=0, le=1, description="processing s per audio s, per stream")
+    beam: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _one_demand(self) -> SpeechWorkload:
+        if (self.streams is None) == (self.audio_hours_per_day is None):
+            raise ValueError("give exactly one of streams or audio_hours_per_day")
+        return self
+
+
+class WorldModelWorkload(_FamilyWorkload):
+    """JEPA video world models: clips encoded per second."""
+
+    kind: Literal["world_model"]
+    clips_per_s: float = Field(gt=0)
+    frames: int | None = Field(None, ge=1, description="frames per clip (default: the model's)")
+    resolution: int | None = Field(None, ge=16, description="square side in pixels")
+    max_latency_s: float = Field(1.0, gt=0, description="time one batch of clips may take")
+
+
 def _kind(v: Any) -> str:
     return (v.get("kind") or "llm") if isinstance(v, dict) else getattr(v, "kind", "llm")
 
 
-# Other families (images/s, audio streams, docs/s, ...) join this union with their own `kind`;
-# a workload without `kind` is a language model.
-Workload = Annotated[Union[Annotated[LLMWorkload, Tag("llm")]], Discriminator(_kind)]  # noqa: UP007
+# Each family is a `kind` with its own demand unit; a workload without `kind` is an LLM.
+Workload = Annotated[
+    Union[  # noqa: UP007
+        Annotated[LLMWorkload, Tag("llm")],
+        Annotated[EmbeddingWorkload, Tag("embedding")],
+        Annotated[SpeechWorkload, Tag("speech")],
+        Annotated[WorldModelWorkload, Tag("world_model")],
+    ],
+    Discriminator(_kind),
+]
 
 
 class Fleet(BaseModel):
@@ -173,7 +225,7 @@ def _locate(node: yaml.Node | None, loc: tuple[Any, ...]) -> tuple[int | None, s
         elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
             nxt = node.value[key]
         if nxt is None:
-            if isinstance(key, str) and key in ("llm",):
+            if isinstance(key, str) and key in ("llm", "embedding", "speech", "world_model"):
                 continue  # a discriminator tag, not a key of the file
             keys.append(str(key))  # a missing key: report it at its parent's line
             continue

@@ -9,12 +9,14 @@ import itertools
 import math
 from dataclasses import dataclass, field, replace
 
-from estimator import Accelerator, LanguageModel, get_gpu, get_model, gpu_catalog
+from estimator import Accelerator, LanguageModel, Parallel, get_gpu, get_model, gpu_catalog
+from estimator.families import get_family_model
 
 from .candidates import Candidate, enumerate_candidates
 from .capacity import Capacity, llm_capacity, operating_point, pareto_splits
 from .costs import GpuCost, gpu_cost
 from .demand import Demand, demand_of
+from .family_capacity import FamilyCapacity, family_capacity
 from .optimize import Limits, Option, solve
 from .scenario import LLMWorkload, Scenario, ScenarioError
 
@@ -33,14 +35,14 @@ class Assignment:
     ep: int
     attention_dp: bool
     replicas: int
-    seats_needed: int
-    seats_served: int
-    seats_per_replica: int
-    load_per_replica: int
-    ttft_s: float
+    seats_needed: float
+    seats_served: float
+    seats_per_replica: float
+    load_per_replica: float
+    ttft_s: float | None
     ttft_target_s: float | None
-    ttft_percentile: float
-    tokens_per_s: float
+    ttft_percentile: float | None
+    tokens_per_s: float | None
     tokens_per_s_target: float | None
     ttft_headroom_pct: float | None
     tokens_per_s_headroom_pct: float | None
@@ -50,6 +52,8 @@ class Assignment:
     output_tokens_per_year: float
     prefill_replicas: int | None = None  # disaggregated: model copies per unit that prefill
     decode_replicas: int | None = None  # ... and that decode
+    unit: str = "seats"  # what seats_* count for this workload (docs/s, streams, clips/s)
+    metrics: dict = field(default_factory=dict)  # family metrics at the capacity point
 
     @property
     def gpus(self) -> int:
@@ -106,6 +110,7 @@ class _Option:
     workload: LLMWorkload
     ev: object
     split: tuple[int, int] | None = None  # disaggregated unit: (prefill, decode) replicas
+    family: FamilyCapacity | None = None  # non-LLM workloads: capacity and its metrics
 
 
 # Prefill:decode replica ratios tried for disaggregated serving.
@@ -119,7 +124,10 @@ class Planner:
         self.sc, self.presets = sc, presets
         self.notes: list[str] = []
         self.models: dict[str, LanguageModel] = {
-            w.name: get_model(w.model, presets) for w in sc.workloads
+            w.name: get_model(w.model, presets) for w in sc.workloads if w.kind == "llm"
+        }
+        self.family_models = {
+            w.name: get_family_model(w.model, presets) for w in sc.workloads if w.kind != "llm"
         }
         self.gpus = self._allowed_gpus()
         self.costs: dict[str, GpuCost] = {}
@@ -162,7 +170,56 @@ class Planner:
             )
         return out
 
-    def _add_workload(self, w: LLMWorkload) -> None:
+    def _add_family_workload(self, w) -> None:
+        """Every allowed GPU type x TP size (these families run TP only)."""
+        model = self.family_models[w.name]
+        self.excluded[w.name] = []
+        seen: list[tuple[Candidate, Capacity]] = []
+        kept: list[tuple[int, _Option]] = []
+        for gpu in self.gpus:
+            tp = 1
+            while tp <= self.sc.fleet.max_gpus_per_replica:
+                cand = Candidate(gpu, Parallel(tp=tp))
+                fc = family_capacity(model, w, gpu, cand.parallel)
+                cap = Capacity(fc.units, fc.binding, fc.latency_s, float("nan"), fc.batch)
+                seen.append((cand, cap))
+                if fc.binding.startswith("split"):
+                    self.excluded[w.name].append((cand.label(), fc.binding[7:]))
+                elif fc.units >= 1:
+                    c = self.costs[gpu.name]
+                    opt = Option(
+                        w.name,
+                        gpu.name,
+                        gpu.vendor,
+                        tp,
+                        fc.units,
+                        int(math.ceil(c.horizon * tp)),
+                        int(math.ceil(c.power_kw * 1000 * tp)),
+                        cand.key(),
+                    )
+                    kept.append((fc.units, _Option(opt, cand, cap, w, None, family=fc)))
+                tp *= 2
+        self.best_seen[w.name] = seen
+        self._keep_undominated(kept)
+
+    def _keep_undominated(self, kept: list[tuple[int, _Option]]) -> None:
+        """Drop options dominated within a GPU type: no more units for as many GPUs."""
+        for units, o in kept:
+            dominated = any(
+                u2 >= units
+                and o2.opt.gpus <= o.opt.gpus
+                and o2 is not o
+                and o2.opt.gpu == o.opt.gpu
+                and (u2 > units or o2.opt.gpus < o.opt.gpus)
+                for u2, o2 in kept
+            )
+            if not dominated:
+                self.options.append(o)
+
+    def _add_workload(self, w) -> None:
+        if w.kind != "llm":
+            self._add_family_workload(w)
+            return
         model = self.models[w.name]
         cands, excluded = enumerate_candidates(
             model, self.gpus, self.sc.fleet.max_gpus_per_replica, w.weights, w.kv_cache, w.engine
@@ -205,19 +262,7 @@ class Planner:
                 if k not in best or ucap.units > best[k][0]:  # per type and size: best split
                     best[k] = (ucap.units, o)
         self.best_seen[w.name] = seen
-        kept = sorted(best.values(), key=lambda t: t[1].opt.key)
-        # drop options dominated within a GPU type: no more seats for at least as many GPUs
-        for units, o in kept:
-            dominated = any(
-                u2 >= units
-                and o2.opt.gpus <= o.opt.gpus
-                and o2 is not o
-                and o2.opt.gpu == o.opt.gpu
-                and (u2 > units or o2.opt.gpus < o.opt.gpus)
-                for u2, o2 in kept
-            )
-            if not dominated:
-                self.options.append(o)
+        self._keep_undominated(sorted(best.values(), key=lambda t: t[1].opt.key))
 
     # ---- solving --------------------------------------------------------------------
     def limits(self, single_type: bool | None = None) -> Limits:
@@ -246,6 +291,9 @@ class Planner:
             rows = by_w.get(w.name, [])
             served = sum(o.cap.units * n for o, n in rows)
             need = self.demands[w.name].required
+            if w.kind != "llm":
+                assignments += self._family_assignments(w, rows, served, need)
+                continue
             for o, n in rows:
                 share = o.cap.units * n / served
                 load = max(1, math.ceil(need * share / n))  # spread in proportion to capacity
@@ -303,9 +351,47 @@ class Planner:
             cost_per_year_usd=per_year,
             capex_usd=capex,
             power_kw=power,
-            usd_per_million_tokens=per_year / (tokens / 1e6) if tokens else float("inf"),
+            usd_per_million_tokens=per_year / (tokens / 1e6) if tokens else None,
             optimal=sol.optimal,
         )
+
+    def _family_assignments(self, w, rows, served: int, need: int) -> list[Assignment]:
+        d = self.demands[w.name]
+        out = []
+        for o, n in rows:
+            p = o.cand.parallel
+            out.append(
+                Assignment(
+                    workload=w.name,
+                    model=self.family_models[w.name].name,
+                    gpu=o.cand.gpu.name,
+                    vendor=o.cand.gpu.vendor,
+                    gpus_per_replica=o.opt.gpus,
+                    tp=p.tp,
+                    pp=p.pp,
+                    ep=p.ep,
+                    attention_dp=False,
+                    replicas=n,
+                    seats_needed=need / d.scale,
+                    seats_served=o.cap.units * n / d.scale,
+                    seats_per_replica=o.cap.units / d.scale,
+                    load_per_replica=math.ceil(need * (o.cap.units * n / served) / n) / d.scale,
+                    ttft_s=None,
+                    ttft_target_s=None,
+                    ttft_percentile=None,
+                    tokens_per_s=None,
+                    tokens_per_s_target=None,
+                    ttft_headroom_pct=None,
+                    tokens_per_s_headroom_pct=None,
+                    seats_headroom_pct=100 * (served / need - 1),
+                    binding=o.cap.binding,
+                    bottleneck="-",
+                    output_tokens_per_year=0.0,
+                    unit=d.unit,
+                    metrics=dict(o.family.metrics) if o.family else {},
+                )
+            )
+        return out
 
     def _operating_point(self, o: _Option, w: LLMWorkload, sessions: int):
         """Metrics at a load, cached: alternatives and per-GPU plans revisit the same points."""

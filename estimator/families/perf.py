@@ -1,0 +1,335 @@
+"""Forward estimates for the non-LLM families, on the shared roofline.
+
+Each family's work is a sequence of stack passes (bidirectional encoders, ViTs) or decode
+steps (Whisper's decoder); each pass is ``Machine.step`` over the bytes it streams (weights,
+activations, cached keys and values) and the FLOPs it runs, with the TP collectives of its
+layers. Batches are arrays, as for the LLMs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import SplitError
+from ..formats import kv_format, weight_format
+from ..hardware import Accelerator
+from ..memory import runtime_overhead_bytes
+from ..parallel import Parallel
+from ..roofline import ACT_BYTES, Machine, StepTimes
+from ..stack import Stack
+from .models import AsrModel, EncoderModel, FamilyModel, JepaModel
+
+USABLE = 0.9  # serving frameworks keep ~10% of memory back (vLLM's default policy)
+EMBED_BYTES = 2.0
+
+
+def _stacks(model: FamilyModel) -> list[Stack]:
+    if isinstance(model, EncoderModel):
+        return [model.stack]
+    if isinstance(model, AsrModel):
+        return [model.encoder, model.decoder]
+    return [model.encoder] + ([model.predictor] if model.predictor else [])
+
+
+def machine_for(model: FamilyModel, gpu: Accelerator, par: Parallel, weights: str) -> Machine:
+    """These families run TP only (no PP/EP): TP divides every stack's attention heads."""
+    if par.pp > 1 or par.ep > 1 or par.attention_dp:
+        raise SplitError(f"{model.name}: only tensor parallelism is modelled for this family")
+    for s in _stacks(model):
+        if s.heads % par.tp or s.kvh % par.tp and par.tp % s.kvh:
+            raise SplitError(
+                f"TP={par.tp} does not divide the {s.heads} attention heads of "
+                f"{model.name} (rule: TP must divide the number of attention heads)"
+            )
+    return Machine(gpu, par, weight_format(weights).compute)
+
+
+def stack_pass(
+    mc: Machine,
+    s: Stack,
+    wbytes: float,
+    seqs,
+    q_tokens,
+    kv_tokens,
+    memory_tokens=0,
+    extra_bytes=0.0,
+    extra_flops=0.0,
+) -> StepTimes:
+    """One pass of ``seqs`` sequences of ``q_tokens`` through a stack, attending to
+    ``kv_tokens`` (and to ``memory_tokens`` by cross-attention)."""
+    seqs = np.asarray(seqs, float)
+    tokens = seqs * q_tokens
+    stage_bytes = s.params() * wbytes / mc.tp + tokens * s.act_bytes_per_token(mc.tp) + extra_bytes
+    mm = 2.0 * s.matmul_params() * tokens / mc.gpus + extra_flops / mc.gpus
+    at = seqs * (s.attn_flops(q_tokens, kv_tokens) + s.cross_flops(q_tokens, memory_tokens))
+    comm = mc.tp_comm(tokens, s.hidden, s.layers, per_layer=3 if s.cross_attention else 2)
+    return mc.step(stage_bytes, mm, at / mc.gpus, comm, s.layers, seqs, passes=1)
+
+
+@dataclass
+class FamilyEstimate:
+    model: str
+    family: str
+    gpu: str
+    parallel: dict
+    weights_format: str
+    compute_precision: str
+    fits: bool
+    memory_gb: dict
+    max_batch: int
+    bottleneck: str
+    metrics: dict
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        d = asdict(self)
+        d.update(self.metrics)  # family metrics are top-level keys, as the CLI documents
+        return d
+
+
+def _memory(mc: Machine, weights_b: float, act_b, kv_b, batch) -> tuple[dict, Any, Any]:
+    over = runtime_overhead_bytes(mc.gpus)
+    cap = mc.gpu.memory_bytes
+    total = weights_b + act_b + kv_b + over
+    per_item = (np.asarray(act_b, float) + np.asarray(kv_b, float)) / np.maximum(batch, 1)
+    max_b = np.floor((USABLE * cap - weights_b - over) / np.maximum(per_item, 1e-9))
+    box = {
+        "weights": weights_b / 1e9,
+        "kv_cache": float(np.max(kv_b)) / 1e9,
+        "activations": float(np.max(act_b)) / 1e9,
+        "overhead": over / 1e9,
+        "total": float(np.max(total)) / 1e9,
+        "capacity": cap / 1e9,
+        "usable": USABLE * cap / 1e9,
+    }
+    return box, total <= USABLE * cap, max_b
+
+
+def _weights_bytes(model: FamilyModel, wbytes: float, tp: int) -> float:
+    return model.params * wbytes / tp
+
+
+def estimate_encoder(
+    model: EncoderModel, gpu: Accelerator, par: Parallel, weights: str, batch: int, tokens: int
+) -> FamilyEstimate:
+    """One bidirectional pass over ``batch`` documents (reranker: query+document pairs) of
+    ``tokens`` tokens each."""
+    mc = machine_for(model, gpu, par, weights)
+    wb = weight_format(weights).bytes_per_value
+    s = model.stack
+    st = stack_pass(mc, s, wb, batch, tokens, tokens)
+    act = batch * tokens * ACT_BYTES * (4 * s.hidden + (3 * s.heads * s.hd + s.ffn) / mc.tp)
+    box, fits, max_b = _memory(mc, _weights_bytes(model, wb, mc.tp), act, 0.0, batch)
+    t = float(st.total)
+    unit = "pairs" if model.family == "reranker" else "docs"
+    return FamilyEstimate(
+        model.name,
+        model.family,
+        gpu.name,
+        par.model_dump(),
+        weights,
+        mc.precision,
+        bool(fits),
+        box,
+        int(max_b),
+        str(st.bottleneck()),
+        {
+            "s_per_batch": t,
+            "docs_per_s": batch / t,
+            "tokens_per_s": batch * tokens / t,
+            "batch": batch,
+            "input_tokens": tokens,
+            "unit": unit,
+        },
+        [mc.precision_note] if mc.precision_note else [],
+    )
+
+
+def asr_times(model: AsrModel, mc: Machine, wb: float, kvb: float, streams, beam: int, tokens: int):
+    """(encoder seconds, decoder seconds) for one 30 s window of ``streams`` streams."""
+    enc, dec = model.encoder, model.decoder
+    frames = model.source_positions
+    streams = np.asarray(streams, float)
+    # encoder pass, plus every decoder layer's cross-attention K/V of the encoder output
+    cross_kv_flops = dec.layers * 2 * 2 * dec.hidden * dec.hd * dec.kvh * frames
+    t_enc = stack_pass(
+        mc,
+        enc,
+        wb,
+        streams,
+        frames,
+        frames,
+        extra_flops=streams * (model.stem_flops_per_window + cross_kv_flops),
+    )
+    seqs = streams * beam
+    cross_kv = dec.kv_bytes_per_token(kvb) * frames  # per stream (beams share it)
+    self_kv = dec.kv_bytes_per_token(kvb) * tokens / 2  # mean context over the window
+    step = stack_pass(
+        mc,
+        dec,
+        wb,
+        seqs,
+        1,
+        tokens / 2,
+        memory_tokens=frames,
+        extra_bytes=(streams * cross_kv + seqs * self_kv) / mc.tp,
+    )
+    return t_enc, step, tokens * step.total
+
+
+def estimate_asr(
+    model: AsrModel,
+    gpu: Accelerator,
+    par: Parallel,
+    weights: str,
+    batch: int,
+    audio_seconds: float,
+    beam: int = 1,
+    tokens_per_audio_s: float = 3.3,
+    kv: str = "bf16",
+    max_rtf: float = 0.5,
+) -> FamilyEstimate:
+    """``batch`` streams transcribed together, window by window (30 s each).
+    ``tokens_per_audio_s``: text tokens per second of speech (~150 words/min at ~1.3 tokens
+    per word); ``streams_per_replica``: real-time streams at ``max_rtf`` or better."""
+    mc = machine_for(model, gpu, par, weights)
+    wb, kvb = weight_format(weights).bytes_per_value, kv_format(kv).bytes_per_value
+    windows = int(np.ceil(audio_seconds / model.window_s))
+    tokens = max(1, round(tokens_per_audio_s * min(audio_seconds, model.window_s)))
+    t_enc, step, t_dec = asr_times(model, mc, wb, kvb, batch, beam, tokens)
+    per_window = float(t_enc.total + t_dec)
+    dec = model.decoder
+    kv_b = batch * dec.kv_bytes_per_token(kvb) * (model.source_positions + beam * tokens) / mc.tp
+    act = (
+        batch
+        * model.source_positions
+        * ACT_BYTES
+        * (4 * model.encoder.hidden + (3 * model.encoder.hidden + model.encoder.ffn) / mc.tp)
+    )
+    box, fits, max_b = _memory(mc, _weights_bytes(model, wb, mc.tp), act, kv_b, batch)
+    total = windows * per_window
+    streams, _ = asr_streams_per_replica(
+        model, gpu, par, weights, max_rtf, beam, tokens_per_audio_s, kv
+    )
+    return FamilyEstimate(
+        model.name,
+        "asr",
+        gpu.name,
+        par.model_dump(),
+        weights,
+        mc.precision,
+        bool(fits),
+        box,
+        int(max_b),
+        str(step.bottleneck()),
+        {
+            "encoder_s": windows * float(t_enc.total),
+            "decoder_s": windows * float(t_dec),
+            "s_per_batch": total,
+            "rtf": total / audio_seconds,
+            "audio_s_per_s": batch * audio_seconds / total,
+            "streams": batch,
+            "beam": beam,
+            "tokens_per_window": tokens,
+            "audio_seconds": audio_seconds,
+            "streams_per_replica": streams,
+            "max_rtf": max_rtf,
+        },
+        [mc.precision_note] if mc.precision_note else [],
+    )
+
+
+def asr_streams_per_replica(
+    model: AsrModel,
+    gpu: Accelerator,
+    par: Parallel,
+    weights: str,
+    max_rtf: float = 0.5,
+    beam: int = 1,
+    tokens_per_audio_s: float = 3.3,
+    kv: str = "bf16",
+    limit: int = 4096,
+) -> tuple[int, int]:
+    """Real-time streams one replica sustains: the most audio-seconds per second at a batch
+    whose per-window latency keeps each stream at or under ``max_rtf``, and fits memory.
+    Returns (streams, batch)."""
+    mc = machine_for(model, gpu, par, weights)
+    wb, kvb = weight_format(weights).bytes_per_value, kv_format(kv).bytes_per_value
+    tokens = max(1, round(tokens_per_audio_s * model.window_s))
+    b = np.unique(np.round(np.geomspace(1, limit, 64)))
+    t_enc, _, t_dec = asr_times(model, mc, wb, kvb, b, beam, tokens)
+    t = np.asarray(t_enc.total + t_dec, float)
+    dec = model.decoder
+    kv_b = b * dec.kv_bytes_per_token(kvb) * (model.source_positions + beam * tokens) / mc.tp
+    act = (
+        b
+        * model.source_positions
+        * ACT_BYTES
+        * (4 * model.encoder.hidden + (3 * model.encoder.hidden + model.encoder.ffn) / mc.tp)
+    )
+    _, fits, _ = _memory(mc, _weights_bytes(model, wb, mc.tp), act, kv_b, b)
+    ok = fits & (t <= max_rtf * model.window_s)
+    if not ok.any():
+        return 0, 0
+    rate = np.where(ok, b * model.window_s / t, 0.0)
+    i = int(np.argmax(rate))
+    return int(np.floor(rate[i])), int(b[i])
+
+
+def estimate_jepa(
+    model: JepaModel,
+    gpu: Accelerator,
+    par: Parallel,
+    weights: str,
+    batch: int,
+    frames: int,
+    width: int,
+    height: int,
+    horizon: int = 0,
+    samples: int = 0,
+) -> FamilyEstimate:
+    """Encode ``batch`` clips in one pass (attention over every space-time patch); for the
+    action-conditioned model also plan: roll the predictor ``horizon`` steps for ``samples``
+    candidate action sequences."""
+    mc = machine_for(model, gpu, par, weights)
+    wb = weight_format(weights).bytes_per_value
+    n = model.tokens(frames, width, height)
+    e = model.encoder
+    st = stack_pass(mc, e, wb, batch, n, n)
+    act = batch * n * ACT_BYTES * (4 * e.hidden + (3 * e.hidden + e.ffn) / mc.tp)
+    box, fits, max_b = _memory(mc, _weights_bytes(model, wb, mc.tp), act, 0.0, batch)
+    t = float(st.total)
+    metrics: dict[str, Any] = {
+        "patch_tokens": n,
+        "s_per_clip": t,
+        "clips_per_s": batch / t,
+        "batch": batch,
+        "frames": frames,
+        "resolution": [width, height],
+    }
+    if model.predictor is not None and horizon and samples:
+        p = model.predictor
+        per_frame = (width // model.patch) * (height // model.patch)
+        plan = float(stack_pass(mc, e, wb, 1, n, n).total)  # encode the current observation
+        for h in range(1, horizon + 1):  # each step predicts the next frame for every sample
+            plan += float(stack_pass(mc, p, wb, samples, per_frame, per_frame * h).total)
+        metrics.update(s_per_plan=plan, horizon=horizon, samples=samples)
+    return FamilyEstimate(
+        model.name,
+        "jepa",
+        gpu.name,
+        par.model_dump(),
+        weights,
+        mc.precision,
+        bool(fits),
+        box,
+        int(max_b),
+        str(st.bottleneck()),
+        metrics,
+        [mc.precision_note] if mc.precision_note else [],
+    )

@@ -1,0 +1,92 @@
+"""Capacity of one replica for the non-LLM families, in each family's demand unit:
+documents per second (embeddings, rerankers), real-time audio streams (speech), clips per
+second (world models). Rates are counted in thousandths so the optimiser works in integers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from estimator import Accelerator, EstimatorError, Parallel
+from estimator.families.models import AsrModel, EncoderModel, FamilyModel, JepaModel
+from estimator.families.perf import (
+    asr_streams_per_replica,
+    estimate_encoder,
+    estimate_jepa,
+    machine_for,
+)
+
+from .scenario import EmbeddingWorkload, SpeechWorkload, WorldModelWorkload
+
+RATE_SCALE = 1000  # demand and capacity of rate units in thousandths
+
+
+@dataclass(frozen=True)
+class FamilyCapacity:
+    units: int  # scaled: see unit_scale
+    batch: int  # the batch the capacity is reached at
+    latency_s: float  # per batch (speech: per 30 s window)
+    binding: str
+    metrics: dict
+
+
+def _batch_scan(run, limit: int, max_latency: float, rate_key: str):
+    """Largest rate over batches whose pass time meets ``max_latency`` and fits memory."""
+    best = None
+    for b in np.unique(np.round(np.geomspace(1, max(limit, 1), 24))).astype(int):
+        e = run(int(b))
+        if not e.fits:
+            break
+        if e.metrics["s_per_batch" if "s_per_batch" in e.metrics else "s_per_clip"] > max_latency:
+            break
+        if best is None or e.metrics[rate_key] > best.metrics[rate_key]:
+            best = e
+    return best
+
+
+def family_capacity(model: FamilyModel, w, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
+    try:
+        machine_for(model, gpu, par, w.weights)
+    except EstimatorError as e:
+        return FamilyCapacity(0, 0, float("inf"), f"split: {e}", {})
+    if isinstance(w, EmbeddingWorkload) and isinstance(model, EncoderModel):
+        first = estimate_encoder(model, gpu, par, w.weights, 1, w.input_tokens)
+        if not first.fits:
+            return FamilyCapacity(0, 0, float("inf"), "memory", {})
+        best = _batch_scan(
+            lambda b: estimate_encoder(model, gpu, par, w.weights, b, w.input_tokens),
+            first.max_batch,
+            w.max_batch_latency_s,
+            "docs_per_s",
+        )
+        if best is None:
+            return FamilyCapacity(0, 0, first.metrics["s_per_batch"], "latency", first.metrics)
+        m = best.metrics
+        return FamilyCapacity(
+            int(m["docs_per_s"] * RATE_SCALE), m["batch"], m["s_per_batch"], "latency", m
+        )
+    if isinstance(w, SpeechWorkload) and isinstance(model, AsrModel):
+        streams, b = asr_streams_per_replica(model, gpu, par, w.weights, w.max_rtf, w.beam)
+        return FamilyCapacity(streams, b, float("nan"), "rtf", {"batch": b})
+    if isinstance(w, WorldModelWorkload) and isinstance(model, JepaModel):
+        frames, res = w.frames or model.frames, w.resolution or model.resolution
+        first = estimate_jepa(model, gpu, par, w.weights, 1, frames, res, res)
+        if not first.fits:
+            return FamilyCapacity(0, 0, float("inf"), "memory", {})
+        best = _batch_scan(
+            lambda b: estimate_jepa(model, gpu, par, w.weights, b, frames, res, res),
+            first.max_batch,
+            w.max_latency_s,
+            "clips_per_s",
+        )
+        if best is None:
+            return FamilyCapacity(0, 0, first.metrics["s_per_clip"], "latency", first.metrics)
+        m = best.metrics
+        return FamilyCapacity(
+            int(m["clips_per_s"] * RATE_SCALE), m["batch"], m["s_per_clip"], "latency", m
+        )
+    raise EstimatorError(
+        f"workload '{w.name}': model {model.name} is a {model.family} model, "
+        f"which a '{w.kind}' workload cannot use"
+    )
