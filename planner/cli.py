@@ -241,6 +241,16 @@ def family_options(fn):
             default=0,
             help="JEPA-AC: candidate action sequences per planning step.",
         ),
+        click.option(
+            "--steps",
+            type=click.IntRange(min=1),
+            help="Diffusion: denoising steps (default: the model card's).",
+        ),
+        click.option(
+            "--guidance/--no-guidance",
+            default=None,
+            help="Diffusion: classifier-free guidance (doubles the denoiser batch).",
+        ),
     ]
     for opt in reversed(opts):
         fn = opt(fn)
@@ -263,8 +273,14 @@ def _family_estimate(
     name, gpu_name, gpus, tp, pp, ep, attention_dp, weights, kv, batch, fam, fmt, pre
 ):
     from estimator.families import get_family_model
+    from estimator.families.diffusion import DiffusionModel
     from estimator.families.models import AsrModel, EncoderModel
-    from estimator.families.perf import estimate_asr, estimate_encoder, estimate_jepa
+    from estimator.families.perf import (
+        estimate_asr,
+        estimate_diffusion,
+        estimate_encoder,
+        estimate_jepa,
+    )
 
     model = get_family_model(name, pre)
     gpu = get_gpu(gpu_name, pre)
@@ -281,6 +297,14 @@ def _family_estimate(
         e = estimate_encoder(model, gpu, par, weights, b, fam["input_tokens"])
     elif isinstance(model, AsrModel):
         e = estimate_asr(model, gpu, par, weights, b, fam["audio_seconds"], fam["beam"], kv=kv)
+    elif isinstance(model, DiffusionModel):
+        dflt = model.defaults
+        r = dflt.get("resolution", [1024, 1024])
+        w, h = _parse_resolution(fam["resolution"], r[0]) if fam["resolution"] else (r[0], r[1])
+        g = dflt.get("guidance", True) if fam["guidance"] is None else fam["guidance"]
+        steps = fam["steps"] or dflt.get("steps", 30)
+        frames = fam["frames"] or dflt.get("frames", 1)
+        e = estimate_diffusion(model, gpu, par, weights, b, w, h, steps, g, frames)
     else:
         w, h = _parse_resolution(fam["resolution"], model.resolution)
         e = estimate_jepa(
@@ -367,6 +391,8 @@ def estimate_cmd(
     resolution,
     horizon,
     samples,
+    steps,
+    guidance,
     **serving_kw,
 ):
     """Will it fit, and how fast: one model on one GPU type and split.
@@ -377,6 +403,8 @@ def estimate_cmd(
     pre = _presets(ctx)
     if model_name and not model_config and is_family_model(model_name, pre):
         fam = dict(
+            steps=steps,
+            guidance=guidance,
             audio_seconds=audio_seconds,
             beam=beam,
             frames=frames,

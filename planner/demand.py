@@ -10,7 +10,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .scenario import EmbeddingWorkload, LLMWorkload, SpeechWorkload, WorldModelWorkload
+from .scenario import (
+    EmbeddingWorkload,
+    ImageGenerationWorkload,
+    LLMWorkload,
+    SpeechWorkload,
+    VideoGenerationWorkload,
+    WorldModelWorkload,
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,12 @@ def demand_of(w) -> Demand:
         return _rate(w.name, "docs/s", w.docs_per_s, f"{w.docs_per_s:g} documents/s at peak")
     if isinstance(w, WorldModelWorkload):
         return _rate(w.name, "clips/s", w.clips_per_s, f"{w.clips_per_s:g} clips/s at peak")
+    if isinstance(w, ImageGenerationWorkload):
+        return _rate(w.name, "images/s", w.rate, f"{w.rate:g} images/s at peak")
+    if isinstance(w, VideoGenerationWorkload):
+        return _rate(
+            w.name, "videos/h", w.videos_per_hour, f"{w.videos_per_hour:g} videos/hour at peak"
+        )
     if isinstance(w, SpeechWorkload):
         if w.streams is not None:
             s, text = w.streams, f"{w.streams:g} concurrent real-time streams"

@@ -9,15 +9,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from estimator import Accelerator, EstimatorError, Parallel
+from estimator.families.diffusion import DiffusionModel
 from estimator.families.models import AsrModel, EncoderModel, FamilyModel, JepaModel
 from estimator.families.perf import (
     asr_streams_per_replica,
+    estimate_diffusion,
     estimate_encoder,
     estimate_jepa,
     machine_for,
 )
 
-from .scenario import EmbeddingWorkload, SpeechWorkload, WorldModelWorkload
+from .scenario import (
+    EmbeddingWorkload,
+    ImageGenerationWorkload,
+    SpeechWorkload,
+    VideoGenerationWorkload,
+    WorldModelWorkload,
+)
 
 RATE_SCALE = 1000  # demand and capacity of rate units in thousandths
 
@@ -46,6 +54,8 @@ def _batch_scan(run, limit: int, max_latency: float, rate_key: str):
 
 
 def family_capacity(model: FamilyModel, w, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
+    if isinstance(model, DiffusionModel):
+        return _diffusion_capacity(model, w, gpu, par)
     try:
         machine_for(model, gpu, par, w.weights)
     except EstimatorError as e:
@@ -90,3 +100,40 @@ def family_capacity(model: FamilyModel, w, gpu: Accelerator, par: Parallel) -> F
         f"workload '{w.name}': model {model.name} is a {model.family} model, "
         f"which a '{w.kind}' workload cannot use"
     )
+
+
+def _diffusion_capacity(model, w, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
+    video = isinstance(w, VideoGenerationWorkload)
+    if not isinstance(w, (ImageGenerationWorkload, VideoGenerationWorkload)) or video != (
+        model.family == "diffusion_video"
+    ):
+        raise EstimatorError(
+            f"workload '{w.name}': model {model.name} is a {model.family} model, "
+            f"which a '{w.kind}' workload cannot use"
+        )
+    d = model.defaults
+    r = d.get("resolution", [1024, 1024])
+    res = getattr(w, "resolution", None)
+    width, height = (res, res) if res else (r[0], r[1])
+    steps = w.steps or d.get("steps", 30)
+    guidance = d.get("guidance", True) if w.guidance is None else w.guidance
+    frames = (w.frames or d.get("frames", 1)) if video else 1
+    limit = w.max_latency_s if video else w.max_s_per_image
+
+    def run(b: int):
+        return estimate_diffusion(
+            model, gpu, par, w.weights, b, width, height, steps, guidance, frames
+        )
+
+    try:
+        first = run(1)
+    except EstimatorError as e:
+        return FamilyCapacity(0, 0, float("inf"), f"split: {e}", {})
+    if not first.fits:
+        return FamilyCapacity(0, 0, float("inf"), "memory", {})
+    key = "videos_per_hour" if video else "images_per_s"
+    best = _batch_scan(run, first.max_batch, limit, key)
+    if best is None:
+        return FamilyCapacity(0, 0, first.metrics["s_per_batch"], "latency", first.metrics)
+    m = best.metrics
+    return FamilyCapacity(int(m[key] * RATE_SCALE), m["batch"], m["s_per_batch"], "latency", m)

@@ -142,6 +142,39 @@ class WorldModelWorkload(_FamilyWorkload):
     max_latency_s: float = Field(1.0, gt=0, description="time one batch of clips may take")
 
 
+class ImageGenerationWorkload(_FamilyWorkload):
+    """Diffusion image generation: images per second (or per hour) at peak."""
+
+    kind: Literal["image_generation"]
+    images_per_s: float | None = Field(None, gt=0)
+    images_per_hour: float | None = Field(None, gt=0)
+    max_s_per_image: float = Field(10.0, gt=0, description="time one batch may take")
+    resolution: int | None = Field(None, ge=64, description="square side (default: the model's)")
+    steps: int | None = Field(None, ge=1, description="default: the model card's")
+    guidance: bool | None = None
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> ImageGenerationWorkload:
+        if (self.images_per_s is None) == (self.images_per_hour is None):
+            raise ValueError("give exactly one of images_per_s or images_per_hour")
+        return self
+
+    @property
+    def rate(self) -> float:
+        return self.images_per_s if self.images_per_s is not None else self.images_per_hour / 3600
+
+
+class VideoGenerationWorkload(_FamilyWorkload):
+    """Diffusion video generation: videos per hour at peak."""
+
+    kind: Literal["video_generation"]
+    videos_per_hour: float = Field(gt=0)
+    max_latency_s: float = Field(600.0, gt=0, description="time one video may take")
+    frames: int | None = Field(None, ge=1)
+    steps: int | None = Field(None, ge=1)
+    guidance: bool | None = None
+
+
 def _kind(v: Any) -> str:
     return (v.get("kind") or "llm") if isinstance(v, dict) else getattr(v, "kind", "llm")
 
@@ -153,6 +186,8 @@ Workload = Annotated[
         Annotated[EmbeddingWorkload, Tag("embedding")],
         Annotated[SpeechWorkload, Tag("speech")],
         Annotated[WorldModelWorkload, Tag("world_model")],
+        Annotated[ImageGenerationWorkload, Tag("image_generation")],
+        Annotated[VideoGenerationWorkload, Tag("video_generation")],
     ],
     Discriminator(_kind),
 ]
@@ -225,7 +260,14 @@ def _locate(node: yaml.Node | None, loc: tuple[Any, ...]) -> tuple[int | None, s
         elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
             nxt = node.value[key]
         if nxt is None:
-            if isinstance(key, str) and key in ("llm", "embedding", "speech", "world_model"):
+            if isinstance(key, str) and key in (
+                "llm",
+                "embedding",
+                "speech",
+                "world_model",
+                "image_generation",
+                "video_generation",
+            ):
                 continue  # a discriminator tag, not a key of the file
             keys.append(str(key))  # a missing key: report it at its parent's line
             continue

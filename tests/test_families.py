@@ -179,3 +179,88 @@ def test_more_demand_never_costs_less_for_families(tmp_path):
         costs.append(plan_scenario(load_scenario(p), top=1).plan.cost_usd)
     assert costs == sorted(costs) and costs[0] < costs[-1]
     assert np.isfinite(costs).all()
+
+
+# ---- diffusion -----------------------------------------------------------------------------
+DIFFUSION = [n for n in CAT.names() if CAT.items[n].family.startswith("diffusion")]
+
+
+@pytest.mark.parametrize("name", DIFFUSION)
+def test_denoiser_size_matches_published(name):
+    """Against the published denoiser size; CogVideoX's '2B'/'5B' are model names (the
+    transformers hold 1.69B and 5.57B), so they get the tolerance of a one-digit figure."""
+    pub = CAT.items[name].published.model_extra.get("denoiser_params_b")
+    tol = 0.2 if name.startswith("cogvideox") else _tolerance(pub)
+    assert get_family_model(name).denoiser_params / 1e9 == pytest.approx(pub, rel=tol)
+
+
+def test_sdxl_latent_and_components():
+    """SDXL at 1024x1024 is a 128x128 latent (VAE x8); CLIP-L + OpenCLIP-bigG text encoders
+    (~0.82B); the VAE decoder is ~49.5M parameters."""
+    from estimator.families.diffusion import DiffusionModel
+
+    m = get_family_model("sdxl")
+    assert isinstance(m, DiffusionModel)
+    vae = m.components["vae"]["config"]
+    assert 1024 // 2 ** (len(vae["block_out_channels"]) - 1) == 128
+    assert m.encoders().params / 1e9 == pytest.approx(0.82, rel=0.02)
+    assert m.vae(1024, 1024).params / 1e6 == pytest.approx(49.5, rel=0.02)
+
+
+def test_flux_tokens_are_packed_2x2():
+    """Flux packs 2x2 latent pixels per token: 1024x1024 -> 64x64 = 4,096 image tokens; with
+    512 T5 tokens the single-stream attention runs over 4,608."""
+    m = get_family_model("flux1-dev")
+    d = 24 * 128
+    single_attn = 38 * 4.0 * d * 4608**2
+    assert m.denoiser(1024, 1024).attn_flops > single_attn
+
+
+def test_guidance_doubles_the_denoiser():
+    from estimator.families.perf import estimate_diffusion
+
+    m = get_family_model("sdxl")
+    g = get_gpu("h100-sxm")
+    on = estimate_diffusion(m, g, Parallel(), "fp8", 4, 1024, 1024, 20, True)
+    off = estimate_diffusion(m, g, Parallel(), "fp8", 4, 1024, 1024, 20, False)
+    assert on.metrics["denoiser_s"] == pytest.approx(2 * off.metrics["denoiser_s"], rel=0.15)
+    assert on.metrics["denoiser_s"] > 1.5 * off.metrics["denoiser_s"]
+    more = estimate_diffusion(m, g, Parallel(), "fp8", 4, 1024, 1024, 40, True)
+    assert more.metrics["denoiser_s"] == pytest.approx(2 * on.metrics["denoiser_s"])
+
+
+def test_video_metrics_and_one_gpu_per_replica():
+    from estimator.families.perf import estimate_diffusion
+
+    m = get_family_model("cogvideox-5b")
+    e = estimate_diffusion(m, get_gpu("h100-sxm"), Parallel(), "bf16", 1, 720, 480, 50, True, 49)
+    assert e.metrics["videos_per_hour"] == pytest.approx(3600 / e.metrics["s_per_video"])
+    with pytest.raises(SplitError, match="one GPU per replica"):
+        estimate_diffusion(
+            m, get_gpu("h100-sxm"), Parallel(tp=2), "bf16", 1, 720, 480, 50, True, 49
+        )
+
+
+def test_estimate_cli_diffusion():
+    r = CliRunner().invoke(
+        main,
+        [
+            "estimate",
+            "--model",
+            "flux1-schnell",
+            "--gpu",
+            "h100-sxm",
+            "--batch",
+            "2",
+            "--format",
+            "json",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    for k in ("s_per_image", "images_per_s", "denoiser_s", "text_encoder_s", "vae_s"):
+        assert k in d
+    r = CliRunner().invoke(
+        main, ["estimate", "--model", "cogvideox-2b", "--gpu", "h100-sxm", "--format", "json"]
+    )
+    assert {"s_per_video", "videos_per_hour"} <= set(json.loads(r.output))

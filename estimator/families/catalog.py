@@ -12,6 +12,7 @@ from ..errors import EstimatorError
 from ..hf_config import model_from_config
 from ..presets import Catalog, Published, _user_dirs, read_yaml, shipped_dir
 from ..stack import Stack
+from .diffusion import DiffusionModel
 from .models import AsrModel, EncoderModel, FamilyModel, JepaModel, _get
 
 
@@ -179,7 +180,23 @@ def _jepa(p: FamilyPreset) -> JepaModel:
     )
 
 
-BUILDERS = {"encoder": _bert_like, "reranker": _bert_like, "asr": _whisper, "jepa": _jepa}
+def _diffusion(p: FamilyPreset) -> DiffusionModel:
+    extra = p.model_extra or {}
+    if "components" not in extra or "denoiser" not in extra["components"]:
+        raise EstimatorError(f"{p.name}: a diffusion preset needs components.denoiser")
+    return DiffusionModel(
+        p.name, p.display_name, p.family, extra["components"], extra.get("defaults", {}), []
+    )
+
+
+BUILDERS = {
+    "encoder": _bert_like,
+    "reranker": _bert_like,
+    "asr": _whisper,
+    "jepa": _jepa,
+    "diffusion_image": _diffusion,
+    "diffusion_video": _diffusion,
+}
 
 
 def register(family: str):

@@ -333,3 +333,88 @@ def estimate_jepa(
         metrics,
         [mc.precision_note] if mc.precision_note else [],
     )
+
+
+def _component_time(mc: Machine, cost, wbytes: float, items) -> StepTimes:
+    """One pass of a diffusion pipeline component over ``items`` images (or prompts)."""
+    items = np.asarray(items, float)
+    stage_bytes = cost.params * wbytes + items * cost.act_bytes
+    comm = 0.0
+    return mc.step(
+        stage_bytes, items * cost.flops, items * cost.attn_flops, comm, cost.layers, items, passes=1
+    )
+
+
+def estimate_diffusion(
+    model,
+    gpu: Accelerator,
+    par: Parallel,
+    weights: str,
+    batch: int,
+    width: int,
+    height: int,
+    steps: int,
+    guidance: bool,
+    frames: int = 1,
+) -> FamilyEstimate:
+    """``batch`` images (videos) generated together: the text encoders once per prompt (and
+    per negative prompt with classifier-free guidance), the denoiser ``steps`` times over
+    ``batch`` latents (doubled with guidance), the VAE decoder once per image. The denoiser
+    runs in ``weights``; encoders and VAE in 16-bit, as the pipelines ship them. One GPU per
+    replica: pipelines scale out by replicas."""
+    if par.gpus_per_replica > 1:
+        raise SplitError(
+            f"{model.name}: diffusion pipelines run one GPU per replica here "
+            "(sequence-parallel denoising is not modelled); use more replicas"
+        )
+    mc = Machine(gpu, par, weight_format(weights).compute)
+    wb = weight_format(weights).bytes_per_value
+    den = model.denoiser(width, height, frames)
+    enc = model.encoders()
+    vae = model.vae(width, height, frames)
+    cfg = 2 if guidance else 1
+    t_enc = (
+        _component_time(Machine(gpu, par, "bf16"), enc, 2.0, batch * cfg) if enc.params else None
+    )
+    t_step = _component_time(mc, den, wb, batch * cfg)
+    t_vae = _component_time(Machine(gpu, par, "bf16"), vae, 2.0, batch)
+    enc_s = float(t_enc.total) if t_enc is not None else 0.0
+    den_s = steps * float(t_step.total)
+    vae_s = float(t_vae.total)
+    total = enc_s + den_s + vae_s
+    weights_b = den.params * wb + (enc.params + vae.params) * 2.0
+    # peak activations: the VAE's largest feature maps or the denoiser's working set
+    act = max(
+        batch * vae.act_bytes / max(vae.layers, 1) * 4,
+        batch * cfg * den.act_bytes / max(den.layers, 1) * 4,
+    )
+    box, fits, max_b = _memory(mc, weights_b, act, 0.0, batch)
+    video = model.family == "diffusion_video"
+    metrics: dict[str, Any] = {
+        "text_encoder_s": enc_s,
+        "denoiser_s": den_s,
+        "vae_s": vae_s,
+        "batch": batch,
+        "steps": steps,
+        "guidance": guidance,
+        "resolution": [width, height],
+        "s_per_batch": total,
+    }
+    if video:
+        metrics.update(s_per_video=total, videos_per_hour=3600 * batch / total, frames=frames)
+    else:
+        metrics.update(s_per_image=total, images_per_s=batch / total)
+    return FamilyEstimate(
+        model.name,
+        model.family,
+        gpu.name,
+        par.model_dump(),
+        weights,
+        mc.precision,
+        bool(fits),
+        box,
+        int(max_b),
+        str(t_step.bottleneck()),
+        metrics,
+        [mc.precision_note] if mc.precision_note else [],
+    )
