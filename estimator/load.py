@@ -95,8 +95,14 @@ class Steps:
 
 
 def prepare_steps(
-    ev: Evaluator, input_tokens: int, output_tokens: int, opts: ServingOptions | None = None
+    ev: Evaluator,
+    input_tokens: int,
+    output_tokens: int,
+    opts: ServingOptions | None = None,
+    encoder_s: float = 0.0,
 ) -> Steps:
+    """``encoder_s``: seconds of per-request work before the language model's prefill (a
+    vision-language model's image encoder); it adds to every prompt's prefill."""
     opts = opts or ServingOptions()
     h = opts.prefix_hit_rate
     i_eff = max(1, round(input_tokens * (1 - h)))
@@ -106,7 +112,7 @@ def prepare_steps(
     mem_slots = int(max(ev.kv_budget - shared, 0) // max(per_seq, 1e-9))
     slots = max(0, min(mem_slots, ev.max_seqs))
     one = ev.prefill(1, i_eff)
-    s_tok = float(one.compute + one.comm) / i_eff
+    s_tok = float(one.compute + one.comm + encoder_s) / i_eff
     b = np.arange(0, max(slots, 1) + 1, dtype=float)
     ctx = input_tokens + output_tokens / 2
     spec = opts.speculative
@@ -126,7 +132,7 @@ def prepare_steps(
         output_tokens=output_tokens,
         chunk=opts.chunk_tokens or ev.engine.max_num_batched_tokens,
         s_token=s_tok,
-        s_alone=float(one.total),
+        s_alone=float(one.total) + encoder_s,
         tokens_per_iter=e,
         iter_table=np.asarray(it, float),
         kv_gb_table=kv / 1e9,

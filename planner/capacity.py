@@ -53,15 +53,29 @@ def _ok(lp, w: LLMWorkload):
     return ok
 
 
+def steps_for(ev: Evaluator, w: LLMWorkload):
+    """The load model's inputs for a workload on a candidate. A vision-language workload
+    adds its images' visual tokens to every prompt and its image encoder's time to every
+    prefill (on this candidate's GPUs)."""
+    vlm = w.vision_model
+    if vlm is None or not w.images_per_request:
+        return prepare_steps(ev, w.input_tokens, w.output_tokens, w.serving())
+    width, height = w.image_size()
+    vis, _ = vlm.tokens(width, height)
+    enc = float(vlm.vision_seconds(ev.machine, w.images_per_request, width, height))
+    return prepare_steps(
+        ev, w.input_tokens + w.images_per_request * vis, w.output_tokens, w.serving(), encoder_s=enc
+    )
+
+
 def pareto_splits(cands, w: LLMWorkload):
     """Of the splits of one GPU type and size, keep those no other split beats on every
     load-model input at once (KV slots, saturation rate, single-stream iteration, idle
     prefill): capacity rises with each, so a split beaten on all of them serves fewer seats.
     Yields (candidate, evaluator, steps)."""
-    opts = w.serving()
     groups: dict[tuple, list] = {}
     for cand, ev in cands:
-        st = prepare_steps(ev, w.input_tokens, w.output_tokens, opts)
+        st = steps_for(ev, w)
         proxy = (
             st.slots,
             saturation_rate(st) if st.slots else 0.0,
@@ -123,7 +137,7 @@ def llm_capacity(
     targets and whose KV demand fits: a coarse geometric scan up to saturation, then a fine
     scan between the last user count that passes and the first that fails (every metric is
     monotone in users). ``split``: a disaggregated unit (prefill, decode replicas)."""
-    st = steps or prepare_steps(ev, w.input_tokens, w.output_tokens, w.serving())
+    st = steps or steps_for(ev, w)
     if st.slots < 1:
         return Capacity(0, "memory", float("inf"), 0.0, 0)
     curve, n_hi = _curve(ev, w, st, split)
@@ -161,7 +175,7 @@ def _binding(lp, k: int, w: LLMWorkload) -> str:
 def operating_point(
     ev: Evaluator, w: LLMWorkload, sessions: int, split: tuple[int, int] | None = None
 ) -> OperatingPoint:
-    st = prepare_steps(ev, w.input_tokens, w.output_tokens, w.serving())
+    st = steps_for(ev, w)
     curve, _ = _curve(ev, w, st, split)
     lp = curve([max(sessions, 1)])
     b = float(lp.batch[0])

@@ -242,6 +242,16 @@ def family_options(fn):
             help="JEPA-AC: candidate action sequences per planning step.",
         ),
         click.option(
+            "--images",
+            type=click.IntRange(min=0),
+            default=1,
+            show_default=True,
+            help="Vision-language: images per request.",
+        ),
+        click.option(
+            "--image-resolution", help="Vision-language: WxH of each image (default 1024x1024)."
+        ),
+        click.option(
             "--steps",
             type=click.IntRange(min=1),
             help="Diffusion: denoising steps (default: the model card's).",
@@ -391,6 +401,8 @@ def estimate_cmd(
     resolution,
     horizon,
     samples,
+    images,
+    image_resolution,
     steps,
     guidance,
     **serving_kw,
@@ -401,7 +413,14 @@ def estimate_cmd(
     replica serving `--batch` users in a closed loop (queueing, prefill/decode interference
     and the serving options)."""
     pre = _presets(ctx)
+    vlm = None
     if model_name and not model_config and is_family_model(model_name, pre):
+        from estimator.families import get_family_model
+
+        vlm = get_family_model(model_name, pre)
+        if getattr(vlm, "family", "") != "vlm":
+            vlm = None
+    if vlm is None and model_name and not model_config and is_family_model(model_name, pre):
         fam = dict(
             steps=steps,
             guidance=guidance,
@@ -416,9 +435,20 @@ def estimate_cmd(
         return _family_estimate(
             model_name, gpu_name, gpus, tp, pp, ep, attention_dp, weights, kv, batch, fam, fmt, pre
         )
-    model = _resolve_model(model_name, model_config, pre)
+    model = vlm.llm if vlm is not None else _resolve_model(model_name, model_config, pre)
     gpu = get_gpu(gpu_name, pre)
     par = parallel_for(gpus, tp, pp, ep, attention_dp)
+    text_tokens, visual = input_tokens, None
+    if vlm is not None:  # images add visual tokens to the prompt and encoder time to prefill
+        w, h = _parse_resolution(image_resolution, 1024)
+        per_image, patches = vlm.tokens(w, h)
+        input_tokens = text_tokens + images * per_image
+        visual = {
+            "visual_tokens": images * per_image,
+            "vision_patches": images * patches,
+            "images": images,
+            "image_resolution": [w, h],
+        }
     if batch.strip().lower() == "max":
         from estimator.estimate import Evaluator
 
@@ -436,6 +466,23 @@ def estimate_cmd(
             raise EstimatorError("--batch must be at least 1")
     wl = Workload(input_tokens=input_tokens, output_tokens=output_tokens, batch=b_req)
     est = estimate(model, gpu, par, wl, weights=weights, kv=kv, engine=engine)
+    if visual is not None:
+        from estimator.roofline import Machine
+
+        mc = Machine(gpu, par, "bf16")
+        w, h = visual["image_resolution"]
+        enc = float(vlm.vision_seconds(mc, b_req * images, w, h))
+        visual["vision_encoder_s"] = enc
+        est.prefill_s += enc
+        est.ttft_s += enc
+        est.e2e_latency_s += enc
+        o = output_tokens
+        est.output_tokens_per_s = b_req * o / (est.prefill_s + (o - 1) * est.tpot_s)
+        est.total_output_tokens_per_s = est.output_tokens_per_s * par.replicas
+        est.notes.append(
+            f"{images} image(s) of {w}x{h}: {visual['visual_tokens']} visual "
+            f"tokens in the prompt; the image encoder adds {enc * 1e3:.1f} ms"
+        )
     advice = [] if est.fits else nearest_fit(model, gpu, par, wl, weights, kv, engine)
     loaded = _under_load(
         model,
@@ -453,6 +500,8 @@ def estimate_cmd(
     if fmt == "json":
         d = est.to_dict()
         d["under_load"] = loaded
+        if visual is not None:
+            d.update(visual)
         if not est.fits:
             d["advice"] = advice
         click.echo(_dump(d))

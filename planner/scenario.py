@@ -11,6 +11,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
     ValidationError,
     field_validator,
@@ -60,6 +61,24 @@ class LLMWorkload(BaseModel):
     disaggregation: Literal["off", "auto", "only"] = Field(
         "off", description="separate prefill and decode pools: auto lets the planner choose"
     )
+    # vision-language models: images in every prompt
+    images_per_request: int = Field(0, ge=0)
+    image_resolution: str = Field("1024x1024", description="WxH of each image")
+    _vlm: Any = PrivateAttr(default=None)
+
+    @property
+    def vision_model(self) -> Any:
+        return self._vlm
+
+    def image_size(self) -> tuple[int, int]:
+        try:
+            w, h = (int(x) for x in self.image_resolution.lower().split("x"))
+        except ValueError:
+            raise ScenarioError(
+                f"workload '{self.name}': image_resolution must be WxH, "
+                f"not '{self.image_resolution}'"
+            ) from None
+        return w, h
 
     def serving(self) -> ServingOptions:
         return ServingOptions(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from estimator import Accelerator, LanguageModel, Parallel, get_gpu, get_model, gpu_catalog
 from estimator.families import get_family_model
+from estimator.families.catalog import is_family_model
 
 from .candidates import Candidate, enumerate_candidates
 from .capacity import Capacity, llm_capacity, operating_point, pareto_splits
@@ -124,7 +125,7 @@ class Planner:
         self.sc, self.presets = sc, presets
         self.notes: list[str] = []
         self.models: dict[str, LanguageModel] = {
-            w.name: get_model(w.model, presets) for w in sc.workloads if w.kind == "llm"
+            w.name: self._language_model(w) for w in sc.workloads if w.kind == "llm"
         }
         self.family_models = {
             w.name: get_family_model(w.model, presets) for w in sc.workloads if w.kind != "llm"
@@ -148,6 +149,25 @@ class Planner:
         self.best_seen: dict[str, list[tuple[Candidate, Capacity]]] = {}
         for w in sc.workloads:
             self._add_workload(w)
+
+    def _language_model(self, w: LLMWorkload) -> LanguageModel:
+        """An LLM preset or config, or a vision-language model's language model (its image
+        encoder then rides on the workload, see capacity.steps_for)."""
+        if is_family_model(w.model, self.presets):
+            vlm = get_family_model(w.model, self.presets)
+            if getattr(vlm, "family", "") != "vlm":
+                raise ScenarioError(
+                    f"workload '{w.name}': {w.model} is a {vlm.family} model; "
+                    "give the workload the matching `kind`"
+                )
+            w._vlm = vlm
+            return vlm.llm
+        if w.images_per_request:
+            raise ScenarioError(
+                f"workload '{w.name}': images_per_request needs a "
+                "vision-language model (see `planner models list`)"
+            )
+        return get_model(w.model, self.presets)
 
     def _allowed_gpus(self) -> list[Accelerator]:
         f = self.sc.fleet

@@ -264,3 +264,64 @@ def test_estimate_cli_diffusion():
         main, ["estimate", "--model", "cogvideox-2b", "--gpu", "h100-sxm", "--format", "json"]
     )
     assert {"s_per_video", "videos_per_hour"} <= set(json.loads(r.output))
+
+
+# ---- vision-language -------------------------------------------------------------------------
+def test_visual_tokens_follow_each_processor():
+    qwen = get_family_model("qwen2.5-vl-7b")
+    assert qwen.tokens(1344, 1344) == (48 * 48, 4 * 48 * 48)  # 28 px per token after 2x2 merge
+    pix = get_family_model("pixtral-12b")
+    assert pix.tokens(1024, 1024)[0] == 64 * 64 + 64  # 16 px patches, a break token per row
+    assert pix.tokens(2048, 1024)[0] == 64 * 32 + 32  # downscaled to a 1024 px longest side
+    ov = get_family_model("llava-onevision-7b")
+    assert ov.tokens(384, 384)[0] == 729 * 2  # one crop plus the base image, 27x27 each
+
+
+def test_vlm_estimate_adds_visual_tokens_and_encoder_time():
+    base = [
+        "estimate",
+        "--model",
+        "qwen2.5-vl-7b",
+        "--gpu",
+        "h100-sxm",
+        "--input-tokens",
+        "300",
+        "--output-tokens",
+        "200",
+        "--format",
+        "json",
+    ]
+    one = json.loads(CliRunner().invoke(main, [*base, "--images", "1"]).output)
+    two = json.loads(CliRunner().invoke(main, [*base, "--images", "2"]).output)
+    assert one["visual_tokens"] == 1369 and two["visual_tokens"] == 2 * 1369
+    assert two["vision_encoder_s"] > one["vision_encoder_s"] > 0
+    assert two["ttft_s"] > one["ttft_s"]
+    assert two["workload"]["input_tokens"] == 300 + 2 * 1369
+
+
+def test_vlm_workload_images_cost_capacity(tmp_path):
+    from planner.scenario import load_scenario
+    from planner.solve import plan_scenario
+
+    def cost(images: int) -> float:
+        p = tmp_path / f"v{images}.yaml"
+        p.write_text(
+            "workloads:\n  - name: q\n    model: qwen2.5-vl-7b\n    users: 2000\n"
+            "    hours_per_person: 2\n    utilisation: 0.5\n    input_tokens: 300\n"
+            f"    output_tokens: 300\n    images_per_request: {images}\n    ttft_s: 3\n"
+            "    tokens_per_s: 25\n    think_time_s: 10\nfleet:\n  gpus: [h100-sxm]\n"
+        )
+        return plan_scenario(load_scenario(p), top=1).plan.cost_usd
+
+    assert cost(4) > cost(0)
+
+
+def test_images_need_a_vision_language_model(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        "workloads:\n  - name: q\n    model: llama-3.1-8b\n    users: 10\n"
+        "    hours_per_person: 1\n    utilisation: 0.5\n    input_tokens: 10\n"
+        "    output_tokens: 10\n    images_per_request: 1\n"
+    )
+    r = CliRunner().invoke(main, ["solve", str(p)])
+    assert r.exit_code == 2 and "vision-language" in r.output

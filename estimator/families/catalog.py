@@ -189,7 +189,14 @@ def _diffusion(p: FamilyPreset) -> DiffusionModel:
     )
 
 
+def _vlm(p: FamilyPreset):
+    from .vlm import build_vlm
+
+    return build_vlm(p.name, p.display_name, p.config)
+
+
 BUILDERS = {
+    "vlm": _vlm,
     "encoder": _bert_like,
     "reranker": _bert_like,
     "asr": _whisper,
