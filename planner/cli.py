@@ -261,6 +261,30 @@ def family_options(fn):
             default=None,
             help="Diffusion: classifier-free guidance (doubles the denoiser batch).",
         ),
+        click.option(
+            "--cameras",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="VLA: camera images per observation.",
+        ),
+        click.option(
+            "--action-horizon",
+            type=click.IntRange(min=1),
+            help="VLA: actions per chunk (default: the model's).",
+        ),
+        click.option(
+            "--flow-steps",
+            type=click.IntRange(min=1),
+            help="VLA: flow-matching denoising steps (default: the model's).",
+        ),
+        click.option(
+            "--control-hz",
+            type=click.FloatRange(min=0, min_open=True),
+            default=50.0,
+            show_default=True,
+            help="VLA: robot control rate.",
+        ),
     ]
     for opt in reversed(opts):
         fn = opt(fn)
@@ -290,6 +314,8 @@ def _family_estimate(
         estimate_diffusion,
         estimate_encoder,
         estimate_jepa,
+        estimate_var,
+        estimate_vla,
     )
 
     model = get_family_model(name, pre)
@@ -307,6 +333,21 @@ def _family_estimate(
         e = estimate_encoder(model, gpu, par, weights, b, fam["input_tokens"])
     elif isinstance(model, AsrModel):
         e = estimate_asr(model, gpu, par, weights, b, fam["audio_seconds"], fam["beam"], kv=kv)
+    elif getattr(model, "family", "") == "var":
+        g = True if fam["guidance"] is None else fam["guidance"]
+        e = estimate_var(model, gpu, par, weights, b, g)
+    elif getattr(model, "family", "") == "vla":
+        e = estimate_vla(
+            model,
+            gpu,
+            par,
+            weights,
+            b,
+            fam["cameras"],
+            fam["action_horizon"],
+            fam["flow_steps"],
+            fam["control_hz"],
+        )
     elif isinstance(model, DiffusionModel):
         dflt = model.defaults
         r = dflt.get("resolution", [1024, 1024])
@@ -405,6 +446,10 @@ def estimate_cmd(
     image_resolution,
     steps,
     guidance,
+    cameras,
+    action_horizon,
+    flow_steps,
+    control_hz,
     **serving_kw,
 ):
     """Will it fit, and how fast: one model on one GPU type and split.
@@ -422,6 +467,10 @@ def estimate_cmd(
             vlm = None
     if vlm is None and model_name and not model_config and is_family_model(model_name, pre):
         fam = dict(
+            cameras=cameras,
+            action_horizon=action_horizon,
+            flow_steps=flow_steps,
+            control_hz=control_hz,
             steps=steps,
             guidance=guidance,
             audio_seconds=audio_seconds,

@@ -14,6 +14,7 @@ from .scenario import (
     EmbeddingWorkload,
     ImageGenerationWorkload,
     LLMWorkload,
+    RobotPolicyWorkload,
     SpeechWorkload,
     VideoGenerationWorkload,
     WorldModelWorkload,
@@ -48,6 +49,14 @@ def demand_of(w) -> Demand:
     if isinstance(w, VideoGenerationWorkload):
         return _rate(
             w.name, "videos/h", w.videos_per_hour, f"{w.videos_per_hour:g} videos/hour at peak"
+        )
+    if isinstance(w, RobotPolicyWorkload):
+        return Demand(
+            w.name,
+            "robots",
+            w.robots,
+            max(1, math.ceil(w.robots - 1e-9)),
+            f"{w.robots:g} robots at {w.control_hz:g} Hz",
         )
     if isinstance(w, SpeechWorkload):
         if w.streams is not None:

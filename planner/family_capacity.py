@@ -16,12 +16,15 @@ from estimator.families.perf import (
     estimate_diffusion,
     estimate_encoder,
     estimate_jepa,
+    estimate_var,
+    estimate_vla,
     machine_for,
 )
 
 from .scenario import (
     EmbeddingWorkload,
     ImageGenerationWorkload,
+    RobotPolicyWorkload,
     SpeechWorkload,
     VideoGenerationWorkload,
     WorldModelWorkload,
@@ -56,6 +59,34 @@ def _batch_scan(run, limit: int, max_latency: float, rate_key: str):
 def family_capacity(model: FamilyModel, w, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
     if isinstance(model, DiffusionModel):
         return _diffusion_capacity(model, w, gpu, par)
+    family = getattr(model, "family", "")
+    if family == "var" and isinstance(w, ImageGenerationWorkload):
+        guidance = True if w.guidance is None else w.guidance
+
+        def run(b: int):
+            return estimate_var(model, gpu, par, w.weights, b, guidance)
+
+        return _scan_capacity(run, w.max_s_per_image, "images_per_s")
+    if family == "vla" and isinstance(w, RobotPolicyWorkload):
+        try:
+            e = estimate_vla(
+                model,
+                gpu,
+                par,
+                w.weights,
+                1,
+                w.cameras,
+                w.action_horizon,
+                w.flow_steps,
+                w.control_hz,
+                w.execute_steps,
+            )
+        except EstimatorError as err:
+            return FamilyCapacity(0, 0, float("inf"), f"split: {err}", {})
+        if not e.fits:
+            return FamilyCapacity(0, 0, float("inf"), "memory", {})
+        r = e.metrics["robots_per_replica"]
+        return FamilyCapacity(r, r, e.metrics["s_per_batch"], "control rate", e.metrics)
     try:
         machine_for(model, gpu, par, w.weights)
     except EstimatorError as e:
@@ -132,6 +163,20 @@ def _diffusion_capacity(model, w, gpu: Accelerator, par: Parallel) -> FamilyCapa
     if not first.fits:
         return FamilyCapacity(0, 0, float("inf"), "memory", {})
     key = "videos_per_hour" if video else "images_per_s"
+    best = _batch_scan(run, first.max_batch, limit, key)
+    if best is None:
+        return FamilyCapacity(0, 0, first.metrics["s_per_batch"], "latency", first.metrics)
+    m = best.metrics
+    return FamilyCapacity(int(m[key] * RATE_SCALE), m["batch"], m["s_per_batch"], "latency", m)
+
+
+def _scan_capacity(run, limit: float, key: str) -> FamilyCapacity:
+    try:
+        first = run(1)
+    except EstimatorError as e:
+        return FamilyCapacity(0, 0, float("inf"), f"split: {e}", {})
+    if not first.fits:
+        return FamilyCapacity(0, 0, float("inf"), "memory", {})
     best = _batch_scan(run, first.max_batch, limit, key)
     if best is None:
         return FamilyCapacity(0, 0, first.metrics["s_per_batch"], "latency", first.metrics)

@@ -194,6 +194,20 @@ class VideoGenerationWorkload(_FamilyWorkload):
     guidance: bool | None = None
 
 
+class RobotPolicyWorkload(_FamilyWorkload):
+    """Vision-language-action policies: robots driven at a control rate."""
+
+    kind: Literal["robot_policy"]
+    robots: float = Field(gt=0, description="robots running at once")
+    control_hz: float = Field(50.0, gt=0)
+    cameras: int = Field(1, ge=1)
+    action_horizon: int | None = Field(None, ge=1, description="default: the model's")
+    execute_steps: int | None = Field(
+        None, ge=1, description="actions executed before re-planning (default: the horizon)"
+    )
+    flow_steps: int | None = Field(None, ge=1)
+
+
 def _kind(v: Any) -> str:
     return (v.get("kind") or "llm") if isinstance(v, dict) else getattr(v, "kind", "llm")
 
@@ -207,6 +221,7 @@ Workload = Annotated[
         Annotated[WorldModelWorkload, Tag("world_model")],
         Annotated[ImageGenerationWorkload, Tag("image_generation")],
         Annotated[VideoGenerationWorkload, Tag("video_generation")],
+        Annotated[RobotPolicyWorkload, Tag("robot_policy")],
     ],
     Discriminator(_kind),
 ]

@@ -37,6 +37,11 @@ def test_derived_size_matches_published(name):
         # the Whisper paper's sizes run 0.4-3% above the checkpoints' tensors (tiny: 39M
         # quoted, 37.8M in the checkpoint); the exact count is checked below
         tol = 0.035
+    if name == "smolvla":
+        # 450M quoted (read through summaries) vs 404M derived: the gap is one more copy of the
+        # 49,280 x 960 token table (an untied LM head), which the backbone values we hold do
+        # not settle
+        tol = 0.12
     assert get_family_model(name).params / 1e9 == pytest.approx(pub, rel=tol)
 
 
@@ -325,3 +330,56 @@ def test_images_need_a_vision_language_model(tmp_path):
     )
     r = CliRunner().invoke(main, ["solve", str(p)])
     assert r.exit_code == 2 and "vision-language" in r.output
+
+
+# ---- VAR and VLA -----------------------------------------------------------------------------
+def test_var_tokens_and_passes():
+    m = get_family_model("var-d30")
+    assert m.tokens == 1 + 4 + 9 + 16 + 25 + 36 + 64 + 100 + 169 + 256 == 680
+    from estimator.families.perf import estimate_var
+
+    g = get_gpu("a100-80gb-sxm")
+    one = estimate_var(m, g, Parallel(), "bf16", 1)
+    many = estimate_var(m, g, Parallel(), "bf16", 32)
+    # batch 1 streams the 2B weights ten times; a batch shares them until compute binds
+    assert many.metrics["images_per_s"] > 1.5 * one.metrics["images_per_s"]
+
+
+def test_vla_robots_fall_with_control_rate_and_cameras():
+    from estimator.families.perf import estimate_vla
+
+    m = get_family_model("pi0")
+    g = get_gpu("rtx-4090")
+    slow = estimate_vla(m, g, Parallel(), "bf16", 1, 3, control_hz=10)
+    fast = estimate_vla(m, g, Parallel(), "bf16", 1, 3, control_hz=100)
+    assert fast.metrics["robots_per_replica"] < slow.metrics["robots_per_replica"]
+    one_cam = estimate_vla(m, g, Parallel(), "bf16", 1, 1)
+    assert one_cam.metrics["latency_ms"] < slow.metrics["latency_ms"]
+    assert slow.metrics["chunk_period_s"] == pytest.approx(50 / 10)
+
+
+def test_estimate_cli_var_and_vla():
+    r = CliRunner().invoke(
+        main,
+        ["estimate", "--model", "var-d30", "--gpu", "h100-sxm", "--batch", "8", "--format", "json"],
+    )
+    d = json.loads(r.output)
+    assert {"s_per_image", "images_per_s"} <= set(d)
+    r = CliRunner().invoke(
+        main,
+        [
+            "estimate",
+            "--model",
+            "smolvla",
+            "--gpu",
+            "l4",
+            "--cameras",
+            "2",
+            "--control-hz",
+            "30",
+            "--format",
+            "json",
+        ],
+    )
+    d = json.loads(r.output)
+    assert d["latency_ms"] > 0 and d["robots_per_replica"] >= 1

@@ -195,7 +195,21 @@ def _vlm(p: FamilyPreset):
     return build_vlm(p.name, p.display_name, p.config)
 
 
+def _var(p: FamilyPreset):
+    from .var import build_var
+
+    return build_var(p.name, p.display_name, p.config)
+
+
+def _vla(p: FamilyPreset):
+    from .vla import build_vla
+
+    return build_vla(p.name, p.display_name, p.config)
+
+
 BUILDERS = {
+    "var": _var,
+    "vla": _vla,
     "vlm": _vlm,
     "encoder": _bert_like,
     "reranker": _bert_like,

@@ -418,3 +418,112 @@ def estimate_diffusion(
         metrics,
         [mc.precision_note] if mc.precision_note else [],
     )
+
+
+def estimate_var(
+    model, gpu: Accelerator, par: Parallel, weights: str, batch: int, guidance: bool = True
+) -> FamilyEstimate:
+    """``batch`` images by next-scale prediction (10 passes for 256 px) and VQ-VAE decode."""
+    mc = machine_for_stacks(model.name, [model.stack], gpu, par, weights)
+    wb = weight_format(weights).bytes_per_value
+    t, v = model.generate_seconds(mc, batch, wb, guidance)
+    s = model.stack
+    seqs = batch * (2 if guidance else 1)
+    kv = seqs * s.kv_bytes_per_token(2.0) * model.tokens / mc.tp
+    act = seqs * model.patch_nums[-1] ** 2 * ACT_BYTES * (4 * s.hidden + s.ffn / mc.tp)
+    box, fits, max_b = _memory(mc, model.params * wb / mc.tp, act, kv, batch)
+    total = t + v
+    return FamilyEstimate(
+        model.name,
+        "var",
+        gpu.name,
+        par.model_dump(),
+        weights,
+        mc.precision,
+        bool(fits),
+        box,
+        int(max_b),
+        "compute" if batch > 8 else "memory",
+        {
+            "s_per_image": total,
+            "s_per_batch": total,
+            "images_per_s": batch / total,
+            "transformer_s": t,
+            "vae_s": v,
+            "tokens_per_image": model.tokens,
+            "batch": batch,
+            "guidance": guidance,
+        },
+        [mc.precision_note] if mc.precision_note else [],
+    )
+
+
+def estimate_vla(
+    model,
+    gpu: Accelerator,
+    par: Parallel,
+    weights: str,
+    batch: int,
+    cameras: int,
+    horizon: int | None = None,
+    flow_steps: int | None = None,
+    control_hz: float = 50.0,
+    execute: int | None = None,
+) -> FamilyEstimate:
+    """One action chunk for ``batch`` robots; ``robots_per_replica``: the most robots whose
+    chunk arrives within the period a robot takes to execute ``execute`` actions."""
+    mc = machine_for_stacks(
+        model.name, [model.vision, model.prefix, model.expert], gpu, par, weights
+    )
+    h = horizon or model.horizon
+    ex = execute or h
+    period = ex / control_hz
+    t = model.chunk_seconds(mc, batch, cameras, h, flow_steps)
+    prefix_len = cameras * model.tokens_per_image + model.text_tokens
+    kv = batch * model.prefix.kv_bytes_per_token(2.0) * prefix_len / mc.tp
+    act = batch * cameras * model.patches_per_image * ACT_BYTES * 4 * model.vision.hidden
+    box, fits, max_b = _memory(mc, model.params * 2.0 / mc.tp, act, kv, batch)
+    robots = 0
+    for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
+        if model.chunk_seconds(mc, b, cameras, h, flow_steps)["latency_s"] > period:
+            break
+        robots = b
+    metrics = {
+        "latency_ms": t["latency_s"] * 1e3,
+        "vision_ms": t["vision_s"] * 1e3,
+        "prefix_ms": t["prefix_s"] * 1e3,
+        "action_expert_ms": t["action_expert_s"] * 1e3,
+        "robots_per_replica": robots,
+        "chunk_period_s": period,
+        "cameras": cameras,
+        "action_horizon": h,
+        "control_hz": control_hz,
+        "batch": batch,
+        "s_per_batch": t["latency_s"],
+    }
+    return FamilyEstimate(
+        model.name,
+        "vla",
+        gpu.name,
+        par.model_dump(),
+        weights,
+        mc.precision,
+        bool(fits),
+        box,
+        int(max_b),
+        "memory",
+        metrics,
+        [mc.precision_note] if mc.precision_note else [],
+    )
+
+
+def machine_for_stacks(name: str, stacks, gpu: Accelerator, par: Parallel, weights: str) -> Machine:
+    if par.pp > 1 or par.ep > 1 or par.attention_dp:
+        raise SplitError(f"{name}: only tensor parallelism is modelled for this family")
+    for s in stacks:
+        if s.heads % par.tp:
+            raise SplitError(
+                f"TP={par.tp} does not divide the {s.heads} attention heads of "
+                f"{name} (rule: TP must divide the number of attention heads)"
+            )
+    return Machine(gpu, par, weight_format(weights).compute)
