@@ -1007,9 +1007,23 @@ def validate_cmd(data, fmt, cv, report):
         if not f.is_file():
             raise EstimatorError(f"validation data not found: {f}")
     rep = v.run(files, cross_validation=cv or bool(report))
+    from . import validation_families as vf
+
+    fam_rows = vf.run()
+    fam_summary = vf.summary(fam_rows)
     recs = v.row_records(rep)
     if fmt == "json":
-        click.echo(_dump({"rows": recs, "summary": rep.summary, "cv_summary": rep.cv_summary}))
+        click.echo(
+            _dump(
+                {
+                    "rows": recs,
+                    "summary": rep.summary,
+                    "cv_summary": rep.cv_summary,
+                    "families": [{**asdict(r), "error_pct": r.error_pct} for r in fam_rows],
+                    "family_summary": fam_summary,
+                }
+            )
+        )
     elif fmt == "csv":
         import pandas as pd
 
@@ -1057,9 +1071,16 @@ def validate_cmd(data, fmt, cv, report):
             for key in ("metric", "family", "source"):
                 srows += [[f"{key}: {k}", *v._fmt_stats(x)] for k, x in s[key].items()]
             click.echo(tabulate(srows, headers=["", "rows", "median", "p90", "bias"]))
+        click.echo("\nOther families (validation/nonllm_cases.csv; LLM-fitted efficiency factors):")
+        click.echo(
+            tabulate(
+                [[f, *v._fmt_stats(s)] for f, s in fam_summary.items()],
+                headers=["family", "rows", "median", "p90", "bias"],
+            )
+        )
     if report:
         Path(report).parent.mkdir(parents=True, exist_ok=True)
-        text = v.markdown(rep, files, calibration())
+        text = v.markdown(rep, files, calibration()) + vf.markdown(fam_rows, fam_summary)
         tmp = Path(report).with_suffix(".tmp")
         tmp.write_text(text)
         tmp.replace(report)

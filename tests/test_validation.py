@@ -117,3 +117,17 @@ def test_docs_report_generated(tmp_path):
     assert r.exit_code == 0
     text = out.read_text()
     assert "Leave-one-source-out" in text and "Worst rows" in text
+
+
+def test_family_validation_reports_each_family_and_every_row():
+    from planner import validation_families as vf
+
+    rows = vf.run()
+    public = list(csv.DictReader((ROOT / "validation" / "nonllm_measured_public.csv").open()))
+    assert len(rows) == len(public)  # every row reported, evaluated or skipped with a reason
+    s = vf.summary(rows)
+    assert {"diffusion_image", "diffusion_video", "encoder", "vla"} <= set(s)
+    for r in rows:
+        assert r.status == "evaluated" or r.status.startswith("skipped:")
+        if r.predicted is not None:
+            assert np.isfinite(r.predicted) and r.predicted > 0
