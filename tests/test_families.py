@@ -383,3 +383,36 @@ def test_estimate_cli_var_and_vla():
     )
     d = json.loads(r.output)
     assert d["latency_ms"] > 0 and d["robots_per_replica"] >= 1
+
+
+@pytest.mark.parametrize("name", CAT.names())
+def test_every_family_preset_estimates(name):
+    family = CAT.items[name].family
+    gpus = "4" if name.endswith("72b") else "1"
+    args = ["estimate", "--model", name, "--gpu", "h200", "--gpus", gpus, "--format", "json"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, (family, r.output)
+    d = json.loads(r.output)
+    assert d["fits"] is True
+
+
+@pytest.mark.parametrize(
+    "workload",
+    [
+        "kind: world_model\n    model: vjepa2-vitg\n    clips_per_s: 50\n    frames: 16\n"
+        "    resolution: 256",
+        "kind: video_generation\n    model: cogvideox-2b\n    videos_per_hour: 30",
+        "kind: embedding\n    model: e5-mistral-7b\n    docs_per_s: 100\n    input_tokens: 512",
+        "kind: speech\n    model: whisper-tiny\n    audio_hours_per_day: 500",
+    ],
+)
+def test_each_kind_plans(tmp_path, workload):
+    from planner.scenario import load_scenario
+    from planner.solve import plan_scenario
+
+    p = tmp_path / "s.yaml"
+    p.write_text(f"workloads:\n  - name: w\n    {workload}\nfleet:\n  gpus: [l40s, h100-sxm]\n")
+    res = plan_scenario(load_scenario(p), top=1)
+    assert res.feasible and res.plan.total_gpus >= 1
+    a = res.plan.assignments[0]
+    assert a.seats_served >= a.seats_needed
