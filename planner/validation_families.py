@@ -16,6 +16,7 @@ import numpy as np
 from estimator import EstimatorError, Parallel, get_gpu
 from estimator.families import get_family_model
 from estimator.families.perf import (
+    estimate_asr,
     estimate_diffusion,
     estimate_encoder,
     estimate_vla,
@@ -73,11 +74,25 @@ def predict(case: dict) -> tuple[str, float]:
         m = e.metrics
         value = {
             "images_per_s": n * m.get("images_per_s", 0.0),
-            "steps_per_s": 1.0 / m["denoiser_s"] if m["denoiser_s"] else 0.0,
+            "steps_per_s": int(case["steps"]) / m["denoiser_s"] if m["denoiser_s"] else 0.0,
+            "s_per_image": m.get("s_per_image"),
             "s_per_video": m.get("s_per_video"),
             "peak_memory_gb": e.memory_gb["total"],
         }[metric]
         return model.family, value
+    if model.family == "asr":
+        e = estimate_asr(
+            model,
+            gpu,
+            Parallel(),
+            case["weights"],
+            b,
+            float(case["audio_seconds"]),
+            int(case.get("beam") or 1),
+        )
+        return "asr", {"audio_s_per_s": n * e.metrics["audio_s_per_s"], "rtf": e.metrics["rtf"]}[
+            metric
+        ]
     if model.family in ("encoder", "reranker"):
         e = estimate_encoder(model, gpu, Parallel(), case["weights"], b, int(case["input_tokens"]))
         return model.family, n * e.metrics["docs_per_s"]
@@ -85,6 +100,45 @@ def predict(case: dict) -> tuple[str, float]:
         e = estimate_vla(model, gpu, Parallel(), case["weights"], b, int(case["cameras"]))
         return "vla", e.metrics["latency_ms"]
     raise EstimatorError(f"no validation path for {model.family}")
+
+
+def run_extra(path: Path | None = None) -> list[FamilyRow]:
+    """Rows that carry their machine-readable conditions themselves
+    (``validation/nonllm_measured_extra.csv``), numbered -1, -2, ... in reports."""
+    p = path or HERE / "nonllm_measured_extra.csv"
+    if not p.is_file():
+        return []
+    out = []
+    for i, c in enumerate(csv.DictReader(open(p))):
+        try:
+            fam, pred = predict(c)
+            out.append(
+                FamilyRow(
+                    -1 - i,
+                    fam,
+                    c["model"],
+                    c["gpu"],
+                    c["metric"],
+                    float(c["value"]),
+                    float(pred),
+                    c.get("assumptions", ""),
+                )
+            )
+        except (EstimatorError, KeyError, ValueError, TypeError) as e:
+            out.append(
+                FamilyRow(
+                    -1 - i,
+                    c.get("model_type", ""),
+                    c["model"],
+                    c["gpu"],
+                    c["metric"],
+                    float(c.get("value") or "nan"),
+                    None,
+                    c.get("assumptions", ""),
+                    f"skipped: {e}",
+                )
+            )
+    return out
 
 
 def run(cases_path: Path | None = None, public_path: Path | None = None) -> list[FamilyRow]:
@@ -138,7 +192,7 @@ def run(cases_path: Path | None = None, public_path: Path | None = None) -> list
                     "not predict (see validation/README.md)",
                 )
             )
-    return sorted(out, key=lambda r: r.row)
+    return sorted(out, key=lambda r: r.row) + run_extra()
 
 
 def summary(rows: list[FamilyRow]) -> dict:
