@@ -251,6 +251,18 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
             f"| {r.row} | {r.model} | {r.gpu} | {r.metric} | {r.measured:g} | "
             f"{r.predicted:.4g} | {r.error_pct:+.0f}% | {r.assumptions} |"
         )
+    from estimator.families import family_catalog
+
+    cat = family_catalog()
+    missing = sorted({cat.items[n].family for n in cat.names()} - set(summ))
+    if missing:
+        lines += [
+            "",
+            "No published measurement evaluated yet for: "
+            + ", ".join(missing)
+            + ". Their estimates rest on the shared roofline and the LLM-fitted factors "
+            "alone.",
+        ]
     skipped = [r for r in rows if r.predicted is None]
     lines += [
         "",
