@@ -49,7 +49,7 @@ def _batch_scan(run, limit: int, max_latency: float, rate_key: str):
         e = run(int(b))
         if not e.fits:
             break
-        if e.metrics["s_per_batch" if "s_per_batch" in e.metrics else "s_per_clip"] > max_latency:
+        if e.metrics["s_per_batch"] > max_latency:
             break
         if best is None or e.metrics[rate_key] > best.metrics[rate_key]:
             best = e
@@ -92,40 +92,20 @@ def family_capacity(model: FamilyModel, w, gpu: Accelerator, par: Parallel) -> F
     except EstimatorError as e:
         return FamilyCapacity(0, 0, float("inf"), f"split: {e}", {})
     if isinstance(w, EmbeddingWorkload) and isinstance(model, EncoderModel):
-        first = estimate_encoder(model, gpu, par, w.weights, 1, w.input_tokens)
-        if not first.fits:
-            return FamilyCapacity(0, 0, float("inf"), "memory", {})
-        best = _batch_scan(
+        return _scan_capacity(
             lambda b: estimate_encoder(model, gpu, par, w.weights, b, w.input_tokens),
-            first.max_batch,
             w.max_batch_latency_s,
             "docs_per_s",
-        )
-        if best is None:
-            return FamilyCapacity(0, 0, first.metrics["s_per_batch"], "latency", first.metrics)
-        m = best.metrics
-        return FamilyCapacity(
-            int(m["docs_per_s"] * RATE_SCALE), m["batch"], m["s_per_batch"], "latency", m
         )
     if isinstance(w, SpeechWorkload) and isinstance(model, AsrModel):
         streams, b = asr_streams_per_replica(model, gpu, par, w.weights, w.max_rtf, w.beam)
         return FamilyCapacity(streams, b, float("nan"), "rtf", {"batch": b})
     if isinstance(w, WorldModelWorkload) and isinstance(model, JepaModel):
         frames, res = w.frames or model.frames, w.resolution or model.resolution
-        first = estimate_jepa(model, gpu, par, w.weights, 1, frames, res, res)
-        if not first.fits:
-            return FamilyCapacity(0, 0, float("inf"), "memory", {})
-        best = _batch_scan(
+        return _scan_capacity(
             lambda b: estimate_jepa(model, gpu, par, w.weights, b, frames, res, res),
-            first.max_batch,
             w.max_latency_s,
             "clips_per_s",
-        )
-        if best is None:
-            return FamilyCapacity(0, 0, first.metrics["s_per_clip"], "latency", first.metrics)
-        m = best.metrics
-        return FamilyCapacity(
-            int(m["clips_per_s"] * RATE_SCALE), m["batch"], m["s_per_clip"], "latency", m
         )
     raise EstimatorError(
         f"workload '{w.name}': model {model.name} is a {model.family} model, "
@@ -156,18 +136,8 @@ def _diffusion_capacity(model, w, gpu: Accelerator, par: Parallel) -> FamilyCapa
             model, gpu, par, w.weights, b, width, height, steps, guidance, frames
         )
 
-    try:
-        first = run(1)
-    except EstimatorError as e:
-        return FamilyCapacity(0, 0, float("inf"), f"split: {e}", {})
-    if not first.fits:
-        return FamilyCapacity(0, 0, float("inf"), "memory", {})
     key = "videos_per_hour" if video else "images_per_s"
-    best = _batch_scan(run, first.max_batch, limit, key)
-    if best is None:
-        return FamilyCapacity(0, 0, first.metrics["s_per_batch"], "latency", first.metrics)
-    m = best.metrics
-    return FamilyCapacity(int(m[key] * RATE_SCALE), m["batch"], m["s_per_batch"], "latency", m)
+    return _scan_capacity(run, limit, key)
 
 
 def _scan_capacity(run, limit: float, key: str) -> FamilyCapacity:

@@ -92,6 +92,35 @@ class FamilyEstimate:
         return d
 
 
+def _result(
+    model,
+    family: str,
+    gpu: Accelerator,
+    par: Parallel,
+    weights: str,
+    mc: Machine,
+    fits,
+    box: dict,
+    max_b,
+    bottleneck: str,
+    metrics: dict,
+) -> FamilyEstimate:
+    return FamilyEstimate(
+        model.name,
+        family,
+        gpu.name,
+        par.model_dump(),
+        weights,
+        mc.precision,
+        bool(fits),
+        box,
+        int(max_b),
+        bottleneck,
+        metrics,
+        [mc.precision_note] if mc.precision_note else [],
+    )
+
+
 def _memory(mc: Machine, weights_b: float, act_b, kv_b, batch) -> tuple[dict, Any, Any]:
     over = runtime_overhead_bytes(mc.gpus)
     cap = mc.gpu.memory_bytes
@@ -307,6 +336,7 @@ def estimate_jepa(
     metrics: dict[str, Any] = {
         "patch_tokens": n,
         "s_per_clip": t,
+        "s_per_batch": t,
         "clips_per_s": batch / t,
         "batch": batch,
         "frames": frames,
@@ -319,19 +349,8 @@ def estimate_jepa(
         for h in range(1, horizon + 1):  # each step predicts the next frame for every sample
             plan += float(stack_pass(mc, p, wb, samples, per_frame, per_frame * h).total)
         metrics.update(s_per_plan=plan, horizon=horizon, samples=samples)
-    return FamilyEstimate(
-        model.name,
-        "jepa",
-        gpu.name,
-        par.model_dump(),
-        weights,
-        mc.precision,
-        bool(fits),
-        box,
-        int(max_b),
-        str(st.bottleneck()),
-        metrics,
-        [mc.precision_note] if mc.precision_note else [],
+    return _result(
+        model, "jepa", gpu, par, weights, mc, fits, box, max_b, str(st.bottleneck()), metrics
     )
 
 
@@ -404,19 +423,18 @@ def estimate_diffusion(
         metrics.update(s_per_video=total, videos_per_hour=3600 * batch / total, frames=frames)
     else:
         metrics.update(s_per_image=total, images_per_s=batch / total)
-    return FamilyEstimate(
-        model.name,
+    return _result(
+        model,
         model.family,
-        gpu.name,
-        par.model_dump(),
+        gpu,
+        par,
         weights,
-        mc.precision,
-        bool(fits),
+        mc,
+        fits,
         box,
-        int(max_b),
+        max_b,
         str(t_step.bottleneck()),
         metrics,
-        [mc.precision_note] if mc.precision_note else [],
     )
 
 
@@ -501,20 +519,7 @@ def estimate_vla(
         "batch": batch,
         "s_per_batch": t["latency_s"],
     }
-    return FamilyEstimate(
-        model.name,
-        "vla",
-        gpu.name,
-        par.model_dump(),
-        weights,
-        mc.precision,
-        bool(fits),
-        box,
-        int(max_b),
-        "memory",
-        metrics,
-        [mc.precision_note] if mc.precision_note else [],
-    )
+    return _result(model, "vla", gpu, par, weights, mc, fits, box, max_b, "memory", metrics)
 
 
 def machine_for_stacks(name: str, stacks, gpu: Accelerator, par: Parallel, weights: str) -> Machine:
