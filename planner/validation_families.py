@@ -269,7 +269,10 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
         f"{len(skipped)} rows skipped (no preset for the model or GPU, unclear units, "
         "or approximate figures; see `validation/README.md`).",
         "",
-        "What the misses point at: the real-time pi0 kernels are ~2x faster than stock "
+        "What the misses point at: Whisper as served by HF pipelines and faster-whisper "
+        "pays a per-token host cost (no CUDA graphs, timestamp and beam logic) far above "
+        "the LLM engines' that our factors come from, so we predict it 6-20x too fast; "
+        "the real-time pi0 kernels are ~2x faster than stock "
         "code (we are 14-84% slow); MLPerf SDXL runs with INT8 UNets and tuned batches we "
         "cannot see (we are 25-75% fast on most GPUs); the L4 embedding rows are far "
         "slower than a 60%-of-peak GEMM (small-GPU efficiency is not fitted); "
