@@ -185,7 +185,7 @@ def _diffusion(p: FamilyPreset) -> DiffusionModel:
     if "components" not in extra or "denoiser" not in extra["components"]:
         raise EstimatorError(f"{p.name}: a diffusion preset needs components.denoiser")
     return DiffusionModel(
-        p.name, p.display_name, p.family, extra["components"], extra.get("defaults", {}), []
+        p.name, p.display_name, p.family, extra["components"], extra.get("defaults", {})
     )
 
 

@@ -10,7 +10,7 @@ feature maps as well as weights.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import EstimatorError
@@ -30,7 +30,6 @@ class Cost:
     layers: int = 0  # for per-layer overhead
     tp_tokens: float = 0.0  # tokens whose hidden states cross TP all-reduces
     hidden: int = 0
-    notes: list[str] = field(default_factory=list)
 
     def __add__(self, o: Cost) -> Cost:
         return Cost(
@@ -41,7 +40,6 @@ class Cost:
             self.layers + o.layers,
             self.tp_tokens + o.tp_tokens,
             max(self.hidden, o.hidden),
-            self.notes + o.notes,
         )
 
 
@@ -344,10 +342,6 @@ class DiffusionModel:
     family: str  # diffusion_image | diffusion_video
     components: dict[str, Any]
     defaults: dict[str, Any]
-    text_tokens: list[int]
-
-    def _text_tokens(self) -> int:
-        return max(self.text_tokens) if self.text_tokens else 0
 
     def denoiser(self, width: int, height: int, frames: int = 1) -> Cost:
         comp = self.components["denoiser"]

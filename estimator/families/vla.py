@@ -76,7 +76,6 @@ class VlaModel:
             comm = mc.tp_comm(tokens, s.hidden, s.layers)
             return float(mc.step(stage, mm, at, comm, s.layers, seqs, 1).total)
 
-        n_img = cameras * self.patches_per_image
         vis = run(
             self.vision,
             patches,
@@ -97,7 +96,6 @@ class VlaModel:
             extra_bytes=kv,
             extra_params=self.expert_extra,
         )
-        del n_img
         return {
             "vision_s": vis,
             "prefix_s": pre,
