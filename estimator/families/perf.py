@@ -156,26 +156,16 @@ def estimate_encoder(
     box, fits, max_b = _memory(mc, _weights_bytes(model, wb, mc.tp), act, 0.0, batch)
     t = float(st.total)
     unit = "pairs" if model.family == "reranker" else "docs"
-    return FamilyEstimate(
-        model.name,
-        model.family,
-        gpu.name,
-        par.model_dump(),
-        weights,
-        mc.precision,
-        bool(fits),
-        box,
-        int(max_b),
-        str(st.bottleneck()),
-        {
-            "s_per_batch": t,
-            "docs_per_s": batch / t,
-            "tokens_per_s": batch * tokens / t,
-            "batch": batch,
-            "input_tokens": tokens,
-            "unit": unit,
-        },
-        [mc.precision_note] if mc.precision_note else [],
+    metrics = {
+        "s_per_batch": t,
+        "docs_per_s": batch / t,
+        "tokens_per_s": batch * tokens / t,
+        "batch": batch,
+        "input_tokens": tokens,
+        "unit": unit,
+    }
+    return _result(
+        model, model.family, gpu, par, weights, mc, fits, box, max_b, str(st.bottleneck()), metrics
     )
 
 
@@ -245,31 +235,21 @@ def estimate_asr(
     streams, _ = asr_streams_per_replica(
         model, gpu, par, weights, max_rtf, beam, tokens_per_audio_s, kv
     )
-    return FamilyEstimate(
-        model.name,
-        "asr",
-        gpu.name,
-        par.model_dump(),
-        weights,
-        mc.precision,
-        bool(fits),
-        box,
-        int(max_b),
-        str(step.bottleneck()),
-        {
-            "encoder_s": windows * float(t_enc.total),
-            "decoder_s": windows * float(t_dec),
-            "s_per_batch": total,
-            "rtf": total / audio_seconds,
-            "audio_s_per_s": batch * audio_seconds / total,
-            "streams": batch,
-            "beam": beam,
-            "tokens_per_window": tokens,
-            "audio_seconds": audio_seconds,
-            "streams_per_replica": streams,
-            "max_rtf": max_rtf,
-        },
-        [mc.precision_note] if mc.precision_note else [],
+    metrics = {
+        "encoder_s": windows * float(t_enc.total),
+        "decoder_s": windows * float(t_dec),
+        "s_per_batch": total,
+        "rtf": total / audio_seconds,
+        "audio_s_per_s": batch * audio_seconds / total,
+        "streams": batch,
+        "beam": beam,
+        "tokens_per_window": tokens,
+        "audio_seconds": audio_seconds,
+        "streams_per_replica": streams,
+        "max_rtf": max_rtf,
+    }
+    return _result(
+        model, "asr", gpu, par, weights, mc, fits, box, max_b, str(step.bottleneck()), metrics
     )
 
 
@@ -451,28 +431,28 @@ def estimate_var(
     act = seqs * model.patch_nums[-1] ** 2 * ACT_BYTES * (4 * s.hidden + s.ffn / mc.tp)
     box, fits, max_b = _memory(mc, model.params * wb / mc.tp, act, kv, batch)
     total = t + v
-    return FamilyEstimate(
-        model.name,
+    metrics = {
+        "s_per_image": total,
+        "s_per_batch": total,
+        "images_per_s": batch / total,
+        "transformer_s": t,
+        "vae_s": v,
+        "tokens_per_image": model.tokens,
+        "batch": batch,
+        "guidance": guidance,
+    }
+    return _result(
+        model,
         "var",
-        gpu.name,
-        par.model_dump(),
+        gpu,
+        par,
         weights,
-        mc.precision,
-        bool(fits),
+        mc,
+        fits,
         box,
-        int(max_b),
+        max_b,
         "compute" if batch > 8 else "memory",
-        {
-            "s_per_image": total,
-            "s_per_batch": total,
-            "images_per_s": batch / total,
-            "transformer_s": t,
-            "vae_s": v,
-            "tokens_per_image": model.tokens,
-            "batch": batch,
-            "guidance": guidance,
-        },
-        [mc.precision_note] if mc.precision_note else [],
+        metrics,
     )
 
 
