@@ -689,6 +689,22 @@ def models_list(ctx, fmt):
                 "total_params_b": round(m.total_params / 1e9, 2),
                 "active_params_b": round(m.active_params / 1e9, 2),
                 "architecture": m.kind_label(),
+                "family": "llm",
+            }
+        )
+    from estimator.families import family_catalog, get_family_model
+
+    fcat = family_catalog(pre)
+    for name in fcat.names():
+        fm = get_family_model(name, pre)
+        rows.append(
+            {
+                "name": name,
+                "display_name": fcat.items[name].display_name,
+                "total_params_b": round(fm.params / 1e9, 3),
+                "active_params_b": None,
+                "architecture": fcat.items[name].family,
+                "family": fcat.items[name].family,
             }
         )
     if fmt == "json":
@@ -697,10 +713,10 @@ def models_list(ctx, fmt):
         click.echo(
             tabulate(
                 [
-                    [r["name"], r["total_params_b"], r["active_params_b"], r["architecture"]]
+                    [r["name"], r["total_params_b"], r["active_params_b"] or "-", r["architecture"]]
                     for r in rows
                 ],
-                headers=["model", "total B", "active B", "architecture"],
+                headers=["model", "total B", "active B", "architecture / family"],
             )
         )
 
