@@ -132,3 +132,23 @@ def test_family_validation_reports_each_family_and_every_row():
         assert r.status == "evaluated" or r.status.startswith("skipped:")
         if r.predicted is not None:
             assert np.isfinite(r.predicted) and r.predicted > 0
+
+
+# Median absolute error per family recorded on 2026-12-02 (`planner validate`); the families
+# run on the LLM-fitted factors. A change that makes any of them worse by more than two
+# points fails here.
+FAMILY_RECORD = {
+    "asr": 589.4,
+    "diffusion_image": 31.7,
+    "diffusion_video": 34.0,
+    "encoder": 124.7,
+    "vla": 56.0,
+}
+
+
+def test_family_errors_not_worse_than_recorded():
+    from planner import validation_families as vf
+
+    s = vf.summary(vf.run())
+    for fam, rec in FAMILY_RECORD.items():
+        assert s[fam]["median_abs_pct"] <= rec + 2.0, (fam, s[fam], rec)
