@@ -231,6 +231,17 @@ def saturation_rate(steps: Steps) -> float:
     return c / (float(st.t_iter(c)) * (o - 1) / e + c * i_tok * st.s_token)
 
 
+def tail_wait(pw, w, p: float):
+    """The ``p``-quantile of a queueing wait that is zero with probability ``1 - pw`` and
+    otherwise exponential with mean ``w / pw`` (the M/M/c conditional-wait shape)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(
+            pw > 1 - p,
+            (w / np.maximum(pw, 1e-12)) * np.log(np.maximum(pw, 1e-300) / (1 - p)),
+            0.0,
+        )
+
+
 # Prefill service is near-deterministic (fixed prompt length): by Pollaczek–Khinchine the mean
 # wait scales with (1 + Cs²)/2, half of the exponential-service value the finite-source formula
 # assumes. Decode holds keep the exponential form (real answer lengths vary).
@@ -296,13 +307,8 @@ def load_point(
     dec_time, lam, b, rho, own, t_it, pw_pf, w_pf, pw_sl, w_sl, busy = solve(tpot, ttft)
     p = percentile / 100.0
 
-    def tail(pw, w):  # exponential conditional wait with mean w/pw
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(
-                pw > 1 - p,
-                (w / np.maximum(pw, 1e-12)) * np.log(np.maximum(pw, 1e-300) / (1 - p)),
-                0.0,
-            )
+    def tail(pw, w):
+        return tail_wait(pw, w, p)
 
     # the iteration running on arrival has a uniform residual: its p-quantile is p·t_iter
     ttft_p = np.maximum(own + busy * p * t_it + tail(pw_pf, w_pf) + tail(pw_sl, w_sl), ttft)
@@ -405,13 +411,7 @@ def disaggregated_point(
         if done:
             break
     dec_time, lam, b, pw_pf, w_pf, pw_sl, w_sl = solve(tpot, ttft)
-    p = percentile / 100.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q_pf = np.where(
-            pw_pf > 1 - p,
-            (w_pf / np.maximum(pw_pf, 1e-12)) * np.log(np.maximum(pw_pf, 1e-300) / (1 - p)),
-            0.0,
-        )
+    q_pf = tail_wait(pw_pf, w_pf, percentile / 100.0)
     ttft_p = np.maximum(s_pf + q_pf, ttft)
     in_flight = np.minimum(lam * dec_time / decode_replicas, st.slots)
     demand = n * dec_time / (think_time_s + ttft + dec_time) / decode_replicas
