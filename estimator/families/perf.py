@@ -424,7 +424,7 @@ def estimate_var(
     """``batch`` images by next-scale prediction (10 passes for 256 px) and VQ-VAE decode."""
     mc = machine_for_stacks(model.name, [model.stack], gpu, par, weights)
     wb = weight_format(weights).bytes_per_value
-    t, v = model.generate_seconds(mc, batch, wb, guidance)
+    t, v, bottleneck = model.generate_times(mc, batch, wb, guidance)
     s = model.stack
     seqs = batch * (2 if guidance else 1)
     kv = seqs * s.kv_bytes_per_token(2.0) * model.tokens / mc.tp
@@ -451,7 +451,7 @@ def estimate_var(
         fits,
         box,
         max_b,
-        "compute" if batch > 8 else "memory",
+        bottleneck,
         metrics,
     )
 

@@ -55,9 +55,17 @@ class VarModel:
     def generate_seconds(self, mc: Machine, batch: int, wbytes: float, guidance: bool = True):
         """(transformer seconds, VAE seconds) for ``batch`` images: one pass per scale over
         that scale's tokens (x2 with classifier-free guidance), attending to the cache."""
+        t, vae_t, _ = self.generate_times(mc, batch, wbytes, guidance)
+        return t, vae_t
+
+    def generate_times(self, mc: Machine, batch: int, wbytes: float, guidance: bool = True):
+        """As :meth:`generate_seconds`, plus the bottleneck of the whole generation: the
+        roofline component (memory, compute, interconnect) with the most seconds summed over
+        every pass."""
         s = self.stack
         seqs = batch * (2 if guidance else 1)
         t = 0.0
+        parts = np.zeros(3)  # memory, compute, interconnect seconds over all passes
         cached = 0
         for p in self.patch_nums:
             q = p * p
@@ -68,20 +76,22 @@ class VarModel:
             mm = 2.0 * s.matmul_params() * tokens / mc.gpus
             at = seqs * float(s.attn_flops(q, cached)) / mc.gpus
             comm = mc.tp_comm(tokens, s.hidden, s.layers)
-            t += float(mc.step(stage, mm, at, comm, s.layers, seqs, 1).total)
+            st = mc.step(stage, mm, at, comm, s.layers, seqs, 1)
+            t += float(st.total)
+            parts += [float(st.memory), float(st.compute), float(st.comm)]
         v = self.vae()
-        vae_t = float(
-            mc.step(
-                v.params * 2.0 + batch * v.act_bytes,
-                batch * v.flops,
-                batch * v.attn_flops,
-                0.0,
-                v.layers,
-                batch,
-                1,
-            ).total
+        st = mc.step(
+            v.params * 2.0 + batch * v.act_bytes,
+            batch * v.flops,
+            batch * v.attn_flops,
+            0.0,
+            v.layers,
+            batch,
+            1,
         )
-        return t, vae_t
+        parts += [float(st.memory), float(st.compute), float(st.comm)]
+        bottleneck = ("memory", "compute", "interconnect")[int(np.argmax(parts))]
+        return t, float(st.total), bottleneck
 
 
 def build_var(name: str, display: str, c: dict[str, Any]) -> VarModel:
