@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from estimator import Accelerator, LanguageModel, Parallel, get_gpu, get_model, gpu_catalog
 from estimator.families import get_family_model
 from estimator.families.catalog import is_family_model
+from estimator.families.perf import ASR_ENGINE_NOTE
 
 from .candidates import Candidate, enumerate_candidates
 from .capacity import Capacity, llm_capacity, operating_point, pareto_splits
@@ -143,6 +144,8 @@ class Planner:
             else:
                 self.costs[g.name] = c
         self.demands = {w.name: demand_of(w) for w in sc.workloads}
+        if any(w.kind == "speech" for w in sc.workloads):
+            self.notes.append(ASR_ENGINE_NOTE)
         self.options: list[_Option] = []
         self._op_cache: dict[tuple, object] = {}
         self.excluded: dict[str, list[tuple[str, str]]] = {}

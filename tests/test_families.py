@@ -2,6 +2,7 @@
 computations, the CLI, and planning in each family's unit."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,6 +103,17 @@ def test_asr_faster_gpu_lower_rtf_and_beam_costs_decode():
     assert beam.metrics["decoder_s"] > slow.metrics["decoder_s"]
     assert beam.metrics["encoder_s"] == pytest.approx(slow.metrics["encoder_s"])
     assert slow.metrics["audio_s_per_s"] == pytest.approx(8 * 30 / slow.metrics["s_per_batch"])
+    # the engine the timing assumes is stated, since HF-pipeline runs measure 6-20x slower
+    assert any("optimised engine" in n for n in slow.notes)
+
+
+def test_speech_plan_states_the_engine_it_assumes():
+    from planner.scenario import load_scenario
+    from planner.solve import plan_scenario
+
+    root = Path(__file__).resolve().parent.parent
+    pl = plan_scenario(load_scenario(root / "scenarios" / "transcription.yaml"))
+    assert any("optimised engine" in n for n in pl.notes)
 
 
 def test_asr_streams_respect_rtf():

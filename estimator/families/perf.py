@@ -23,6 +23,14 @@ from ..stack import Stack
 from .models import AsrModel, EncoderModel, FamilyModel, JepaModel
 
 USABLE = 0.9  # serving frameworks keep ~10% of memory back (vLLM's default policy)
+# Whisper is timed as an optimised engine would run it (fused kernels, no per-token host
+# cost). Published HF-pipeline and faster-whisper runs are 6-20x slower than that
+# (validation/nonllm_measured_extra.csv), so the estimate says which engine it assumes.
+ASR_ENGINE_NOTE = (
+    "Whisper speed assumes an optimised engine (TensorRT-LLM class: fused kernels, CUDA "
+    "graphs, no per-token Python); published HF Transformers pipeline and faster-whisper "
+    "runs measure 6-20x slower (docs/VALIDATION.md, 'Other model families')"
+)
 EMBED_BYTES = 2.0
 
 
@@ -248,9 +256,11 @@ def estimate_asr(
         "streams_per_replica": streams,
         "max_rtf": max_rtf,
     }
-    return _result(
+    est = _result(
         model, "asr", gpu, par, weights, mc, fits, box, max_b, str(step.bottleneck()), metrics
     )
+    est.notes.append(ASR_ENGINE_NOTE)
+    return est
 
 
 def asr_streams_per_replica(
