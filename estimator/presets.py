@@ -165,7 +165,15 @@ def get_model(name_or_path: str, extra_dirs: tuple[str, ...] = ()) -> LanguageMo
     if name_or_path.endswith(".json") or (p.is_dir() and (p / "config.json").is_file()):
         return load_config_file(p)
     cat = model_catalog(extra_dirs)
-    return _build(cat.resolve_name(name_or_path), extra_dirs)
+    try:
+        key = cat.resolve_name(name_or_path)
+    except UnknownNameError:
+        # suggest from every preset a user can name, the other model families included
+        from .families.catalog import family_catalog
+
+        known = cat.names() + family_catalog(extra_dirs).names()
+        raise UnknownNameError("model", name_or_path, known) from None
+    return _build(key, extra_dirs)
 
 
 def get_model_preset(name: str, extra_dirs: tuple[str, ...] = ()) -> ModelPreset:

@@ -731,6 +731,9 @@ def models_show(ctx, name, kv, fmt):
     """One model: derived parameters, KV bytes per token, layer make-up, source.
     NAME may also be a path to a local config.json."""
     pre = _presets(ctx)
+    if is_family_model(name, pre) and not name.endswith(".json"):
+        _family_show(name, pre, fmt)
+        return
     m = get_model(name, pre)
     kvb = kv_format(kv).bytes_per_value
     c = m.counts
@@ -770,6 +773,34 @@ def models_show(ctx, name, kv, fmt):
     rows = [[k, v] for k, v in info.items() if not isinstance(v, dict)]
     rows += [[f"params.{k}", f"{v:,}"] for k, v in asdict(c).items()]
     click.echo(tabulate(rows, tablefmt="simple"))
+
+
+def _family_show(name: str, pre: tuple[str, ...], fmt: str) -> None:
+    """A non-LLM preset: its family, derived size against the published one, and source."""
+    from estimator.families import family_catalog, get_family_model
+
+    p = family_catalog(pre).get(name)
+    fm = get_family_model(name, pre)
+    info = {
+        "name": p.name,
+        "display_name": p.display_name,
+        "family": p.family,
+        "total_params": int(fm.params),
+        "published": p.published.model_dump(exclude_none=True),
+        "verified": p.verified,
+        "source": p.source,
+        "notes": p.notes,
+    }
+    if fmt == "json":
+        click.echo(_dump(info))
+        return
+    rows = [
+        [k, f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v]
+        for k, v in info.items()
+        if not isinstance(v, dict) and v != ""
+    ]
+    rows += [[f"published.{k}", v] for k, v in info["published"].items()]
+    click.echo(tabulate(rows, tablefmt="simple", disable_numparse=True))
 
 
 # ---------------------------------------------------------------------------- gpus

@@ -94,6 +94,22 @@ def test_unknown_model_suggests_closest():
     assert r.exit_code == 2 and "llama-3.1-70b" in r.output
 
 
+def test_unknown_model_suggests_other_families_too():
+    r = CliRunner().invoke(main, ["estimate", "--model", "fluxdev", "--gpu", "h100-sxm"])
+    assert r.exit_code == 2 and "flux1-dev" in r.output and "Traceback" not in r.output
+
+
+def test_models_show_family_preset():
+    r = CliRunner().invoke(main, ["models", "show", "whisper-large-v3", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["family"] == "asr" and d["source"]
+    # derived, not typed in: within 2% of the published 1.55B
+    assert abs(d["total_params"] / 1.55e9 - 1) < 0.02
+    t = CliRunner().invoke(main, ["models", "show", "flux1-dev"])
+    assert t.exit_code == 0 and "diffusion_image" in t.output
+
+
 def test_bad_tp_names_the_rule():
     r = CliRunner().invoke(
         main, ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "3"]
