@@ -361,6 +361,8 @@ def estimate(
     cycle = prefill_s + (o - 1) * tpot
     replica_out = b * o / cycle
     notes = list(ev.notes)
+    if ctx_note := model.context_note(end_ctx):
+        notes.append(ctx_note)
     if ev.weight_bytes > ev.capacity:
         notes.append("weights alone exceed GPU memory")
     shares = {

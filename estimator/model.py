@@ -159,6 +159,18 @@ class LanguageModel(BaseModel):
     def uses_mla(self) -> bool:
         return self.attention is not None and self.attention.kind == "mla"
 
+    def context_note(self, tokens: int) -> str | None:
+        """A warning when a request (prompt + answer) runs past the context the config
+        declares. A warning, not an error: RoPE scaling (YaRN) can stretch some models past
+        ``max_position_embeddings``, and the memory and time physics still hold."""
+        if self.max_context and tokens > self.max_context:
+            return (
+                f"{tokens:,} tokens per request exceed the {self.max_context:,} that "
+                f"{self.name} declares (max_position_embeddings); serving it needs RoPE "
+                "scaling the model supports, or shorter prompts"
+            )
+        return None
+
     def kind_label(self) -> str:
         parts = []
         if self.is_moe:

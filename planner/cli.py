@@ -330,7 +330,13 @@ def _family_estimate(
     if b < 1:
         raise EstimatorError("--batch must be at least 1")
     if isinstance(model, EncoderModel):
-        e = estimate_encoder(model, gpu, par, weights, b, fam["input_tokens"])
+        tokens = fam["input_tokens"]
+        # the LLM default (1024) is longer than a BERT reads: unasked, use the model's maximum
+        capped = not fam["input_tokens_given"] and model.max_tokens and tokens > model.max_tokens
+        tokens = model.max_tokens if capped else tokens
+        e = estimate_encoder(model, gpu, par, weights, b, tokens)
+        if capped:
+            e.notes.append(f"--input-tokens not given: {tokens} ({model.name}'s maximum) used")
     elif isinstance(model, AsrModel):
         e = estimate_asr(model, gpu, par, weights, b, fam["audio_seconds"], fam["beam"], kv=kv)
     elif getattr(model, "family", "") == "var":
@@ -480,6 +486,8 @@ def estimate_cmd(
             horizon=horizon,
             samples=samples,
             input_tokens=input_tokens,
+            input_tokens_given=ctx.get_parameter_source("input_tokens")
+            is not click.core.ParameterSource.DEFAULT,
         )
         return _family_estimate(
             model_name, gpu_name, gpus, tp, pp, ep, attention_dp, weights, kv, batch, fam, fmt, pre

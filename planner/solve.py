@@ -144,6 +144,11 @@ class Planner:
             else:
                 self.costs[g.name] = c
         self.demands = {w.name: demand_of(w) for w in sc.workloads}
+        for w in sc.workloads:
+            if w.kind == "llm":
+                note = self.models[w.name].context_note(w.input_tokens + w.output_tokens)
+                if note:
+                    self.notes.append(f"workload '{w.name}': {note}")
         if any(w.kind == "speech" for w in sc.workloads):
             self.notes.append(ASR_ENGINE_NOTE)
         self.options: list[_Option] = []
@@ -423,12 +428,48 @@ class Planner:
             self._op_cache[key] = operating_point(o.ev, w, sessions, o.split)
         return self._op_cache[key]
 
+    def _diagnose_family(self, w, seen: list[tuple[Candidate, Capacity]]) -> str:
+        """Why no candidate serves a non-LLM workload: every split refused, memory, or the
+        latency / real-time limit, with the nearest miss."""
+        n = self.sc.fleet.max_gpus_per_replica
+        runnable = [(c, cap) for c, cap in seen if not cap.binding.startswith("split")]
+        if not runnable:
+            reason = seen[0][1].binding[7:] if seen else "no allowed GPU"
+            return f"no candidate can run {w.model}: {reason}"
+        fits = [(c, cap) for c, cap in runnable if cap.binding != "memory"]
+        if not fits:
+            return (
+                f"{w.model} does not fit in memory on any allowed GPU with up to {n} GPUs "
+                "per replica (fleet.max_gpus_per_replica); allow more GPUs per replica or "
+                "larger GPUs"
+            )
+        limit = next(
+            (
+                (k, getattr(w, k))
+                for k in ("max_s_per_image", "max_latency_s", "max_batch_latency_s", "max_rtf")
+                if getattr(w, k, None) is not None
+            ),
+            None,
+        )
+        timed = [(c, cap) for c, cap in fits if math.isfinite(cap.best_ttft_s)]
+        if limit and timed:
+            c, cap = min(timed, key=lambda t: t[1].best_ttft_s)
+            return (
+                f"no candidate meets {limit[0]} {limit[1]:g}: the fastest, {c.label()}, "
+                f"takes {cap.best_ttft_s:.3g} s for one item"
+            )
+        if limit:
+            return f"no candidate meets {limit[0]} {limit[1]:g} at any batch size"
+        return f"no candidate meets the {fits[0][1].binding} limit"
+
     def diagnose(self) -> str:
         """Why no plan exists: the binding target and the nearest miss, or the limit."""
         for w in self.sc.workloads:
             if any(o.opt.workload == w.name for o in self.options):
                 continue
             seen = self.best_seen.get(w.name, [])
+            if w.kind != "llm":
+                return f"workload '{w.name}': " + self._diagnose_family(w, seen)
             fits = [(c, cap) for c, cap in seen if cap.max_batch_memory >= 1]
             if not fits:
                 n = self.sc.fleet.max_gpus_per_replica

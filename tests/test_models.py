@@ -221,3 +221,10 @@ def test_unknown_model_suggests_closest():
 def test_aliases_resolve_hf_ids():
     assert get_model("meta-llama/Llama-3.3-70B-Instruct").name == "llama-3.3-70b"
     assert get_model("Qwen/Qwen3-30B-A3B").name == "qwen3-30b-a3b"
+
+
+def test_context_note_only_past_the_declared_maximum():
+    m = get_model("llama-3.1-8b")
+    assert m.max_context == 131072
+    assert m.context_note(131072) is None
+    assert "131,072" in m.context_note(131073)

@@ -450,3 +450,31 @@ def test_disaggregation_auto_is_never_costlier_and_only_is_honoured(tmp_path):
         if mode == "off":
             assert not any(a.prefill_replicas for a in res.plan.assignments)
     assert costs["auto"] <= min(costs["off"], costs["only"]) + 1e-6
+
+
+def test_infeasible_family_workload_names_the_limit_and_nearest_miss(tmp_path):
+    text = (ROOT / "scenarios" / "image-generation.yaml").read_text()
+    p = write(tmp_path, text.replace("max_s_per_image: 4 ", "max_s_per_image: 0.01 "))
+    r = invoke("solve", p)
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "workload 'drafts'" in r.output and "max_s_per_image 0.01" in r.output
+    assert "the fastest" in r.output
+
+
+def test_embedding_input_beyond_model_maximum_is_named(tmp_path):
+    text = (ROOT / "scenarios" / "rag-service.yaml").read_text()
+    p = write(tmp_path, text.replace("input_tokens: 512", "input_tokens: 10000", 1))
+    r = invoke("solve", p)
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "bge-m3 reads at most 8,192 tokens" in r.output
+
+
+def test_llm_prompt_beyond_declared_context_is_noted(tmp_path):
+    p = chat(tmp_path)
+    text = p.read_text()
+    assert "input_tokens" in text
+    import re
+
+    p2 = write(tmp_path, re.sub(r"input_tokens: \d+", "input_tokens: 140000", text), "long.yaml")
+    r = invoke("solve", p2, "--format", "json")
+    assert "131,072" in r.output  # llama-3.1-8b's max_position_embeddings, as a plan note

@@ -62,6 +62,7 @@ def _bert_like(p: FamilyPreset) -> EncoderModel:
             embed_norm=False,
             extra_params=lm.hidden_size,
             extra_note="final RMSNorm",
+            max_tokens=lm.max_context,
         )
     if "XLMRobertaFlashConfig" in str(c.get("auto_map", {})):
         # keys a jina config omits fall back to its config class's defaults (source:
@@ -96,7 +97,18 @@ def _bert_like(p: FamilyPreset) -> EncoderModel:
         head_outputs=1 if reranker else 0,
         extra_params=extra,
         extra_note=note,
+        max_tokens=_max_tokens(c),
     )
+
+
+def _max_tokens(c: dict) -> int | None:
+    """Longest input an encoder reads. RoBERTa-style position ids start after the padding
+    index (HF ``create_position_ids_from_input_ids``), so ``max_position_embeddings`` 8194
+    holds 8,192 tokens (bge-m3's documented maximum); BERT uses every position."""
+    n = c.get("max_position_embeddings")
+    if not n:
+        return None
+    return n - (c.get("pad_token_id", 1) + 1) if "roberta" in c.get("model_type", "") else n
 
 
 def _whisper(p: FamilyPreset) -> AsrModel:

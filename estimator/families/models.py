@@ -27,6 +27,7 @@ class EncoderModel(BaseModel):
     head_outputs: int = 0  # classification head (reranker: 1 score)
     extra_params: int = 0
     extra_note: str = ""
+    max_tokens: int | None = None  # longest input the model reads (from its config)
 
     @property
     def params(self) -> int:

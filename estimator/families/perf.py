@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SplitError
+from ..errors import EstimatorError, SplitError
 from ..formats import kv_format, weight_format
 from ..hardware import Accelerator
 from ..memory import runtime_overhead_bytes
@@ -156,6 +156,14 @@ def estimate_encoder(
 ) -> FamilyEstimate:
     """One bidirectional pass over ``batch`` documents (reranker: query+document pairs) of
     ``tokens`` tokens each."""
+    if model.max_tokens and tokens > model.max_tokens:
+        # an error, not a note: serving stacks truncate, so the estimate would time text
+        # the model never reads
+        raise EstimatorError(
+            f"{model.name} reads at most {model.max_tokens:,} tokens per input "
+            f"(max_position_embeddings in its config); {tokens:,} asked. Split documents "
+            f"into chunks of at most {model.max_tokens:,} tokens and count each chunk"
+        )
     mc = machine_for(model, gpu, par, weights)
     wb = weight_format(weights).bytes_per_value
     s = model.stack
