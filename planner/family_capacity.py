@@ -56,6 +56,10 @@ def _batch_scan(run, limit: int, max_latency: float, rate_key: str):
     return best
 
 
+def _a(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
+
+
 def family_capacity(model: FamilyModel, w, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
     if isinstance(model, DiffusionModel):
         return _diffusion_capacity(model, w, gpu, par)
@@ -108,8 +112,8 @@ def family_capacity(model: FamilyModel, w, gpu: Accelerator, par: Parallel) -> F
             "clips_per_s",
         )
     raise EstimatorError(
-        f"workload '{w.name}': model {model.name} is a {model.family} model, "
-        f"which a '{w.kind}' workload cannot use"
+        f"workload '{w.name}': model {model.name} is {_a(model.family)} model, "
+        f"which a workload of kind '{w.kind}' cannot use"
     )
 
 
@@ -119,8 +123,8 @@ def _diffusion_capacity(model, w, gpu: Accelerator, par: Parallel) -> FamilyCapa
         model.family == "diffusion_video"
     ):
         raise EstimatorError(
-            f"workload '{w.name}': model {model.name} is a {model.family} model, "
-            f"which a '{w.kind}' workload cannot use"
+            f"workload '{w.name}': model {model.name} is {_a(model.family)} model, "
+            f"which a workload of kind '{w.kind}' cannot use"
         )
     d = model.defaults
     r = d.get("resolution", [1024, 1024])

@@ -9,7 +9,15 @@ import itertools
 import math
 from dataclasses import dataclass, field, replace
 
-from estimator import Accelerator, LanguageModel, Parallel, get_gpu, get_model, gpu_catalog
+from estimator import (
+    Accelerator,
+    EstimatorError,
+    LanguageModel,
+    Parallel,
+    get_gpu,
+    get_model,
+    gpu_catalog,
+)
 from estimator.families import get_family_model
 from estimator.families.catalog import is_family_model
 from estimator.families.perf import ASR_ENGINE_NOTE
@@ -129,7 +137,7 @@ class Planner:
             w.name: self._language_model(w) for w in sc.workloads if w.kind == "llm"
         }
         self.family_models = {
-            w.name: get_family_model(w.model, presets) for w in sc.workloads if w.kind != "llm"
+            w.name: self._family_model(w) for w in sc.workloads if w.kind != "llm"
         }
         self.gpus = self._allowed_gpus()
         self.costs: dict[str, GpuCost] = {}
@@ -157,6 +165,20 @@ class Planner:
         self.best_seen: dict[str, list[tuple[Candidate, Capacity]]] = {}
         for w in sc.workloads:
             self._add_workload(w)
+
+    def _family_model(self, w):
+        if not is_family_model(w.model, self.presets):
+            try:
+                lm = get_model(w.model, self.presets)
+            except EstimatorError:
+                lm = None
+            if lm is not None:  # a language-model preset under a non-LLM kind
+                raise ScenarioError(
+                    f"workload '{w.name}': {lm.name} is a language model, which a "
+                    f"workload of kind '{w.kind}' cannot use; drop `kind` to plan it as an LLM "
+                    "workload, or pick a preset of that kind (see `planner models list`)"
+                )
+        return get_family_model(w.model, self.presets)
 
     def _language_model(self, w: LLMWorkload) -> LanguageModel:
         """An LLM preset or config, or a vision-language model's language model (its image

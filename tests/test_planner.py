@@ -478,3 +478,13 @@ def test_llm_prompt_beyond_declared_context_is_noted(tmp_path):
     p2 = write(tmp_path, re.sub(r"input_tokens: \d+", "input_tokens: 140000", text), "long.yaml")
     r = invoke("solve", p2, "--format", "json")
     assert "131,072" in r.output  # llama-3.1-8b's max_position_embeddings, as a plan note
+
+
+def test_language_model_under_a_family_kind_is_named(tmp_path):
+    p = write(
+        tmp_path,
+        "workloads:\n  - name: w\n    kind: embedding\n    model: llama-3.1-8b\n"
+        "    docs_per_s: 10\n",
+    )
+    r = invoke("solve", p)
+    assert r.exit_code == 2 and "is a language model" in r.output and "kind" in r.output
