@@ -29,6 +29,7 @@ from estimator.families.catalog import is_family_model
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS, kv_format
 from estimator.memory import ENGINES
 
+from .files import atomic_write_text
 from .render import pictures
 
 EXIT_INFEASIBLE, EXIT_BAD_INPUT = 1, 2
@@ -1134,11 +1135,8 @@ def validate_cmd(data, fmt, cv, report):
             )
         )
     if report:
-        Path(report).parent.mkdir(parents=True, exist_ok=True)
         text = v.markdown(rep, files, calibration()) + vf.markdown(fam_rows, fam_summary)
-        tmp = Path(report).with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(report)
+        atomic_write_text(report, text)
 
 
 @main.command("calibrate")

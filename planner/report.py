@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 from tabulate import tabulate
 
+from .files import atomic_write
 from .solve import GroupResult, Plan, PlanResult
 
 
@@ -303,14 +302,4 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
     """Atomically write rows as CSV: a temp file beside the target, then rename."""
     df = pd.DataFrame(rows)
     df = df.map(escape_cell) if hasattr(df, "map") else df.applymap(escape_cell)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True) if str(target.parent) else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            df.to_csv(f, index=False)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda f: df.to_csv(f, index=False))

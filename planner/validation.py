@@ -27,6 +27,8 @@ from estimator import EstimatorError, Evaluator, Parallel, get_gpu, get_model
 from estimator.efficiency import Efficiency, efficiency_for, efficiency_key
 from estimator.serving import lockstep, saturated_tokens_per_s
 
+from .files import atomic_write_text
+
 COLUMNS = [
     "source",
     "model",
@@ -624,9 +626,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
     )
     text = header + yaml.safe_dump(doc, sort_keys=False)
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(target)
+    atomic_write_text(target, text)
     from estimator.efficiency import calibration
 
     calibration.cache_clear()

@@ -488,3 +488,13 @@ def test_language_model_under_a_family_kind_is_named(tmp_path):
     )
     r = invoke("solve", p)
     assert r.exit_code == 2 and "is a language model" in r.output and "kind" in r.output
+
+
+def test_unwritable_csv_is_a_clear_error_and_leaves_nothing(tmp_path):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("not a folder")
+    r = invoke(
+        "solve", str(ROOT / "scenarios" / "chat-assistant.yaml"), "--out", str(blocker / "x.csv")
+    )
+    assert r.exit_code == 2 and "cannot write" in r.output and "Traceback" not in r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
