@@ -480,6 +480,13 @@ class Planner:
                 f"no candidate meets {limit[0]} {limit[1]:g}: the fastest, {c.label()}, "
                 f"takes {cap.best_ttft_s:.3g} s for one item"
             )
+        if w.kind == "robot_policy" and timed:
+            c, cap = min(timed, key=lambda t: t[1].best_ttft_s)
+            return (
+                f"no candidate keeps up with control_hz {w.control_hz:g}: the fastest, "
+                f"{c.label()}, takes {cap.best_ttft_s * 1e3:.3g} ms per action chunk; lower "
+                "control_hz, execute more steps per chunk, or use fewer flow steps"
+            )
         if limit:
             return f"no candidate meets {limit[0]} {limit[1]:g} at any batch size"
         return f"no candidate meets the {fits[0][1].binding} limit"

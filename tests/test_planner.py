@@ -5,6 +5,7 @@ import csv
 import itertools
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -498,3 +499,10 @@ def test_unwritable_csv_is_a_clear_error_and_leaves_nothing(tmp_path):
     )
     assert r.exit_code == 2 and "cannot write" in r.output and "Traceback" not in r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
+
+
+def test_robot_policy_too_fast_a_control_rate_names_the_fastest(tmp_path):
+    text = (ROOT / "scenarios" / "robot-fleet.yaml").read_text()
+    p = write(tmp_path, re.sub(r"control_hz: [0-9.]+", "control_hz: 10000", text, count=1))
+    r = invoke("solve", p)
+    assert r.exit_code == 1 and "control_hz 10000" in r.output and "ms per action chunk" in r.output
