@@ -474,8 +474,6 @@ def test_llm_prompt_beyond_declared_context_is_noted(tmp_path):
     p = chat(tmp_path)
     text = p.read_text()
     assert "input_tokens" in text
-    import re
-
     p2 = write(tmp_path, re.sub(r"input_tokens: \d+", "input_tokens: 140000", text), "long.yaml")
     r = invoke("solve", p2, "--format", "json")
     assert "131,072" in r.output  # llama-3.1-8b's max_position_embeddings, as a plan note
