@@ -135,8 +135,9 @@ def llm_capacity(
 ) -> Capacity:
     """Largest number of sessions whose TTFT (at the percentile) and per-user speed meet the
     targets and whose KV demand fits: a coarse geometric scan up to saturation, then a fine
-    scan between the last user count that passes and the first that fails (every metric is
-    monotone in users). ``split``: a disaggregated unit (prefill, decode replicas)."""
+    scan between the last user count that passes and the first that fails, repeated until
+    they are one user apart (every metric is monotone in users). ``split``: a disaggregated
+    unit (prefill, decode replicas)."""
     st = steps or steps_for(ev, w)
     if st.slots < 1:
         return Capacity(0, "memory", float("inf"), 0.0, 0)
@@ -151,13 +152,27 @@ def llm_capacity(
     i = int(ok.sum()) - 1
     last = int(grid[i])
     if i + 1 < len(grid):
-        nxt = int(grid[i + 1])
-        fine = np.unique(np.round(np.linspace(last, nxt, min(nxt - last + 1, 12))))
-        lpf = curve(fine, start=lp)
-        okf = np.cumprod(_ok(lpf, w)).astype(bool)
-        j = int(okf.sum()) - 1
-        last = int(fine[j])
-        binding = _binding(lpf, j + 1, w) if j + 1 < len(fine) else _binding(lp, i + 1, w)
+        # refine the bracket [last pass, first fail] until it is one user wide: seats are
+        # what the fleet is sized by, so a coarse answer would over-buy (up to ~5% measured)
+        nxt, lpf, binding = int(grid[i + 1]), lp, _binding(lp, i + 1, w)
+        checked = False  # the pass/fail pair is re-solved at full tolerance at least once
+        while not checked or nxt - last > 1:
+            checked = True
+            fine = np.unique(np.round(np.linspace(last, nxt, min(nxt - last + 1, 24))))
+            lpf = curve(fine, start=lpf)
+            okf = np.cumprod(_ok(lpf, w)).astype(bool)
+            j = int(okf.sum()) - 1
+            if j < 0:  # the coarse (loose-tolerance) pass was optimistic: step back a point
+                nxt, binding, i = int(fine[0]), _binding(lpf, 0, w), i - 1
+                if i < 0:
+                    return Capacity(0, binding, best_ttft, best_tps, st.slots)
+                last = int(grid[i])
+                continue
+            if j + 1 >= len(fine):  # the re-solved end point passes after all: stop here
+                last = int(fine[j])
+                break
+            last, nxt = int(fine[j]), int(fine[j + 1])
+            binding = _binding(lpf, j + 1, w)
     else:
         binding = "saturation"
     return Capacity(last, binding, best_ttft, best_tps, st.slots)
