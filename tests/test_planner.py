@@ -504,3 +504,22 @@ def test_robot_policy_too_fast_a_control_rate_names_the_fastest(tmp_path):
     p = write(tmp_path, re.sub(r"control_hz: [0-9.]+", "control_hz: 10000", text, count=1))
     r = invoke("solve", p)
     assert r.exit_code == 1 and "control_hz 10000" in r.output and "ms per action chunk" in r.output
+
+
+@pytest.mark.parametrize("gpu,tp", [("h100-sxm", 2), ("mi300x", 4), ("b200", 4)])
+def test_capacity_is_the_exact_largest_passing_user_count(gpu, tp):
+    """The bracketing search must land on the user count an exhaustive scan finds: one
+    user short over-buys GPUs, one over misses the target."""
+    import numpy as np
+
+    from estimator import Evaluator, Parallel, get_gpu, get_model
+    from planner.capacity import _curve, _ok, llm_capacity, steps_for
+    from planner.scenario import load_scenario
+
+    w = load_scenario(ROOT / "benchmarks" / "three_workloads.yaml").workloads[0]
+    ev = Evaluator(get_model(w.model), get_gpu(gpu), Parallel(tp=tp), w.weights, w.kv_cache)
+    cap = llm_capacity(ev, w)
+    curve, _ = _curve(ev, w, steps_for(ev, w), None)
+    n = np.arange(1, int(cap.units * 1.3) + 3)
+    ok = np.cumprod(_ok(curve(n), w)).astype(bool)
+    assert cap.units >= 2 and cap.units == int(n[ok.sum() - 1])
