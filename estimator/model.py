@@ -143,11 +143,11 @@ class LanguageModel(BaseModel):
     def num_layers(self) -> int:
         return len(self.layers)
 
-    @property
+    @cached_property  # read in every step evaluation; the layer list never changes
     def num_attention_layers(self) -> int:
         return sum(1 for layer in self.layers if layer.mixer == "attention")
 
-    @property
+    @cached_property
     def num_moe_layers(self) -> int:
         return sum(1 for layer in self.layers if layer.mlp == "moe")
 
