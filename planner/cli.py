@@ -649,8 +649,16 @@ def _estimate_table(e, model_label: str, gpu_label: str) -> str:
     rows = [
         ["fits", "yes" if e.fits else f"NO (short {e.shortfall_gb:.1f} GB per GPU)"],
         ["largest batch that fits", e.max_batch],
-        ["prefill (idle replica)", f"{e.prefill_s * 1e3:.1f} ms"],
-        ["TTFT", f"{e.ttft_s * 1e3:.1f} ms"],
+        [
+            "prefill (idle replica)"
+            if wl["batch"] == 1
+            else f"prefill of all {wl['batch']} prompts at once (idle replica)",
+            f"{e.prefill_s * 1e3:.1f} ms",
+        ],
+        [
+            "TTFT" if wl["batch"] == 1 else "TTFT (all arrive together; see 'under load')",
+            f"{e.ttft_s * 1e3:.1f} ms",
+        ],
         ["time per output token", f"{e.tpot_s * 1e3:.2f} ms"],
         ["per-user speed", f"{e.per_user_tokens_per_s:.1f} tok/s"],
         ["replica decode throughput", f"{e.decode_tokens_per_s:.0f} tok/s"],
