@@ -1,7 +1,8 @@
-"""Smoke run of the CLI over the whole catalogue: every model preset (LLM and other
-families) x six GPUs x {1, 8} GPUs through `planner estimate`, and every LLM x three GPUs x
-{1, 8} through `planner curve`. Fails if any run ends in a traceback instead of exit code
-0 (ok), 1 (does not fit / infeasible) or 2 (bad input, e.g. a split the model cannot take).
+"""Smoke run of the CLI over the whole catalogue (also run by tests/test_smoke.py): every
+model preset (LLM and other families) x six GPUs x {1, 8} GPUs through `planner estimate`,
+and every LLM x three GPUs x {1, 8} through `planner curve`. Fails if any run ends in a
+traceback instead of exit code 0 (ok), 1 (does not fit / infeasible) or 2 (bad input, e.g.
+a split the model cannot take).
 
     python benchmarks/smoke_cli.py          # a few seconds
 """
