@@ -231,6 +231,11 @@ def saturation_rate(steps: Steps) -> float:
     return c / (float(st.t_iter(c)) * (o - 1) / e + c * i_tok * st.s_token)
 
 
+def _settled(new, old, tolerance: float) -> bool:
+    """Every element of a fixed-point iterate moved by at most ``tolerance`` (relative)."""
+    return bool(np.all(np.abs(new - old) <= tolerance * old))
+
+
 def tail_wait(pw, w, p: float):
     """The ``p``-quantile of a queueing wait that is zero with probability ``1 - pw`` and
     otherwise exponential with mean ``w / pw`` (the M/M/c conditional-wait shape)."""
@@ -298,20 +303,15 @@ def load_point(
         law = np.where(lam >= x_max * 0.999, n / lam - think_time_s - dec_time, 0.0)
         new_tpot = (1 - DAMP) * tpot + DAMP * t_it / e
         new_ttft = (1 - DAMP) * ttft + DAMP * np.maximum(w_sl + w_pf + busy * t_it / 2 + own, law)
-        done = np.all(np.abs(new_tpot - tpot) <= tolerance * tpot) and np.all(
-            np.abs(new_ttft - ttft) <= tolerance * ttft
-        )
+        done = _settled(new_tpot, tpot, tolerance) and _settled(new_ttft, ttft, tolerance)
         tpot, ttft = new_tpot, new_ttft
         if done:
             break
     dec_time, lam, b, rho, own, t_it, pw_pf, w_pf, pw_sl, w_sl, busy = solve(tpot, ttft)
     p = percentile / 100.0
-
-    def tail(pw, w):
-        return tail_wait(pw, w, p)
-
     # the iteration running on arrival has a uniform residual: its p-quantile is p·t_iter
-    ttft_p = np.maximum(own + busy * p * t_it + tail(pw_pf, w_pf) + tail(pw_sl, w_sl), ttft)
+    waits = tail_wait(pw_pf, w_pf, p) + tail_wait(pw_sl, w_sl, p)
+    ttft_p = np.maximum(own + busy * p * t_it + waits, ttft)
     saturated = lam >= x_max * 0.999
     in_flight = np.minimum(lam * (own + dec_time), c)
     demand = n * (own + dec_time) / (think_time_s + own + dec_time)  # KV slots wanted
@@ -404,9 +404,7 @@ def disaggregated_point(
         law = np.where(lam >= x_max * 0.999, n / lam - think_time_s - dec_time, 0.0)
         new_tpot = (1 - DAMP) * tpot + DAMP * (st.t_iter(b) / e + w_sl / max(o - 1, 1))
         new_ttft = (1 - DAMP) * ttft + DAMP * np.maximum(w_pf + s_pf, law)
-        done = np.all(np.abs(new_tpot - tpot) <= tolerance * tpot) and np.all(
-            np.abs(new_ttft - ttft) <= tolerance * ttft
-        )
+        done = _settled(new_tpot, tpot, tolerance) and _settled(new_ttft, ttft, tolerance)
         tpot, ttft = new_tpot, new_ttft
         if done:
             break

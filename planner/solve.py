@@ -33,7 +33,7 @@ from .scenario import LLMWorkload, Scenario, ScenarioError
 SECONDS_PER_YEAR = 365 * 86400
 
 
-@dataclass
+@dataclass(kw_only=True)  # keyword-only: the LLM-only fields can default in place
 class Assignment:
     workload: str
     model: str
@@ -49,17 +49,18 @@ class Assignment:
     seats_served: float
     seats_per_replica: float
     load_per_replica: float
-    ttft_s: float | None
-    ttft_target_s: float | None
-    ttft_percentile: float | None
-    tokens_per_s: float | None
-    tokens_per_s_target: float | None
-    ttft_headroom_pct: float | None
-    tokens_per_s_headroom_pct: float | None
+    # language-model targets and speeds (None for the other families)
+    ttft_s: float | None = None
+    ttft_target_s: float | None = None
+    ttft_percentile: float | None = None
+    tokens_per_s: float | None = None
+    tokens_per_s_target: float | None = None
+    ttft_headroom_pct: float | None = None
+    tokens_per_s_headroom_pct: float | None = None
     seats_headroom_pct: float
     binding: str
-    bottleneck: str
-    output_tokens_per_year: float
+    bottleneck: str = "-"
+    output_tokens_per_year: float = 0.0
     prefill_replicas: int | None = None  # disaggregated: model copies per unit that prefill
     decode_replicas: int | None = None  # ... and that decode
     unit: str = "seats"  # what seats_* count for this workload (docs/s, streams, clips/s)
@@ -426,17 +427,8 @@ class Planner:
                     seats_served=o.cap.units * n / d.scale,
                     seats_per_replica=o.cap.units / d.scale,
                     load_per_replica=math.ceil(need * (o.cap.units * n / served) / n) / d.scale,
-                    ttft_s=None,
-                    ttft_target_s=None,
-                    ttft_percentile=None,
-                    tokens_per_s=None,
-                    tokens_per_s_target=None,
-                    ttft_headroom_pct=None,
-                    tokens_per_s_headroom_pct=None,
                     seats_headroom_pct=100 * (served / need - 1),
                     binding=o.cap.binding,
-                    bottleneck="-",
-                    output_tokens_per_year=0.0,
                     unit=d.unit,
                     metrics=dict(o.family.metrics) if o.family else {},
                 )
