@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 
 from estimator import (
     Accelerator,
-    EstimatorError,
     LanguageModel,
     Parallel,
+    UnknownNameError,
     get_gpu,
     get_model,
     gpu_catalog,
@@ -168,18 +168,16 @@ class Planner:
             self._add_workload(w)
 
     def _family_model(self, w):
-        if not is_family_model(w.model, self.presets):
-            try:
-                lm = get_model(w.model, self.presets)
-            except EstimatorError:
-                lm = None
-            if lm is not None:  # a language-model preset under a non-LLM kind
-                raise ScenarioError(
-                    f"workload '{w.name}': {lm.name} is a language model, which a "
-                    f"workload of kind '{w.kind}' cannot use; drop `kind` to plan it as an LLM "
-                    "workload, or pick a preset of that kind (see `planner models list`)"
-                )
-        return get_family_model(w.model, self.presets)
+        try:
+            return get_family_model(w.model, self.presets)
+        except UnknownNameError:
+            # a name no preset has fails here, suggesting from every family
+            lm = get_model(w.model, self.presets)
+        raise ScenarioError(
+            f"workload '{w.name}': {lm.name} is a language model, which a "
+            f"workload of kind '{w.kind}' cannot use; drop `kind` to plan it as an LLM "
+            "workload, or pick a preset of that kind (see `planner models list`)"
+        )
 
     def _language_model(self, w: LLMWorkload) -> LanguageModel:
         """An LLM preset or config, or a vision-language model's language model (its image
