@@ -155,9 +155,7 @@ def llm_capacity(
         # refine the bracket [last pass, first fail] until it is one user wide: seats are
         # what the fleet is sized by, so a coarse answer would over-buy (up to ~5% measured)
         nxt, lpf, binding = int(grid[i + 1]), lp, _binding(lp, i + 1, w)
-        checked = False  # the pass/fail pair is re-solved at full tolerance at least once
-        while not checked or nxt - last > 1:
-            checked = True
+        while True:  # each round re-solves the bracket at full tolerance
             fine = np.unique(np.round(np.linspace(last, nxt, min(nxt - last + 1, 24))))
             lpf = curve(fine, start=lpf)
             okf = np.cumprod(_ok(lpf, w)).astype(bool)
@@ -173,6 +171,8 @@ def llm_capacity(
                 break
             last, nxt = int(fine[j]), int(fine[j + 1])
             binding = _binding(lpf, j + 1, w)
+            if nxt - last <= 1:
+                break
     else:
         binding = "saturation"
     return Capacity(last, binding, best_ttft, best_tps, st.slots)
