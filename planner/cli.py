@@ -748,7 +748,7 @@ def models_show(ctx, name, kv, fmt):
     """One model: derived parameters, KV bytes per token, layer make-up, source.
     NAME may also be a path to a local config.json."""
     pre = _presets(ctx)
-    if is_family_model(name, pre) and not name.endswith(".json"):
+    if is_family_model(name, pre):  # a config.json path is never a family preset name
         _family_show(name, pre, fmt)
         return
     m = get_model(name, pre)
