@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .errors import EstimatorError
-from .estimate import Evaluator, Workload
 from .hardware import Accelerator
+from .llm import Evaluator, Workload
 from .model import LanguageModel
 from .parallel import Parallel
 

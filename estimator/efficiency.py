@@ -1,7 +1,7 @@
 """Efficiency factors: achieved fractions of datasheet peaks, from ``calibration.yaml``.
 
 The single documented place for them. Per hardware family overrides fall back to the
-defaults. A user can pass their own :class:`Efficiency` to :func:`estimator.estimate`.
+defaults. A user can pass their own :class:`Efficiency` to :func:`estimator.estimate_replica`.
 """
 
 from __future__ import annotations

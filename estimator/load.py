@@ -27,13 +27,15 @@ tested against). Per user count ``N``, solved as a damped fixed point:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from .estimate import Evaluator
+from .errors import EstimatorError
+from .llm import Evaluator
 
 
 class Speculative(BaseModel):
@@ -440,3 +442,53 @@ def kv_transfer_seconds(ev: Evaluator, input_tokens: int) -> float:
     per_gpu = float(ev.kv_bytes_per_gpu(1, input_tokens))
     bw = (ev.gpu.scale_out_gb_s or ev.gpu.pcie_gb_s) * 1e9
     return per_gpu / bw + link_defaults().nic_latency_us * 1e-6
+
+
+def load_curve(
+    ev: Evaluator,
+    steps: Steps,
+    think_time_s: float,
+    percentile: float,
+    split: tuple[int, int] | None = None,
+) -> Callable[..., LoadPoint]:
+    """users -> LoadPoint for one replica (``split`` None) or for a disaggregated unit of
+    ``split = (prefill replicas, decode replicas)``: the one place that choice is made."""
+    if split is None:
+        return lambda users, **kw: load_point(steps, users, think_time_s, percentile, **kw)
+    p, d = split
+    kt = kv_transfer_seconds(ev, steps.input_tokens)
+    return lambda users, **kw: disaggregated_point(
+        steps, p, d, users, think_time_s, percentile, kv_transfer_s=kt, **kw
+    )
+
+
+def users_past_saturation(
+    steps: Steps, think_time_s: float, split: tuple[int, int] | None = None
+) -> int:
+    """A user count safely past saturation (1.5x the most requests per second the replica or
+    unit completes, times one request's cycle at full batch): the top of a capacity scan."""
+    st = steps
+    decode_s = (st.output_tokens - 1) * float(st.t_iter(st.slots)) / st.tokens_per_iter
+    if split is None:
+        rate = saturation_rate(st)
+    else:
+        p, d = split
+        rate = min(
+            p / st.s_alone,
+            d
+            * max(st.slots, 1)
+            * st.tokens_per_iter
+            / (float(st.t_iter(st.slots)) * (st.output_tokens - 1)),
+        )
+    return max(4, math.ceil(1.5 * rate * (think_time_s + st.s_alone + decode_s)))
+
+
+def parse_disaggregation(text: str) -> tuple[int, int]:
+    """'P:D' -> (prefill replicas, decode replicas)."""
+    try:
+        p, d = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise EstimatorError(f"--disaggregate expects P:D (e.g. 1:2), not '{text}'") from None
+    if p < 1 or d < 1:
+        raise EstimatorError("--disaggregate needs at least one prefill and one decode copy")
+    return p, d

@@ -2,7 +2,7 @@
 
 A step's time is ``max(bytes / (bandwidth·eff), FLOPs / (peak·eff)) + collectives +
 per-layer overhead`` per pipeline stage, times the stage passes, plus the host's per-step and
-per-sequence work. Language models (:mod:`estimator.estimate`) and every other family
+per-sequence work. Language models (:mod:`estimator.llm`) and every other family
 (:mod:`estimator.families`) build their steps on this one implementation.
 """
 

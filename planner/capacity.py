@@ -5,21 +5,14 @@ implement with their own demand unit (images/s, audio streams, docs/s...)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from estimator import Evaluator
-from estimator.load import (
-    disaggregated_point,
-    kv_transfer_seconds,
-    load_point,
-    prepare_steps,
-    saturation_rate,
-)
+from estimator.load import load_curve, prepare_steps, saturation_rate, users_past_saturation
 
-from .scenario import LLMWorkload
+from .workloads import LLMWorkload
 
 
 @dataclass(frozen=True)
@@ -62,7 +55,7 @@ def steps_for(ev: Evaluator, w: LLMWorkload):
         return prepare_steps(ev, w.input_tokens, w.output_tokens, w.serving())
     width, height = w.image_size()
     vis, _ = vlm.tokens(width, height)
-    enc = float(vlm.vision_seconds(ev.machine, w.images_per_request, width, height))
+    enc = float(vlm.vision_seconds(ev.gpu, ev.par, w.images_per_request, width, height))
     return prepare_steps(
         ev, w.input_tokens + w.images_per_request * vis, w.output_tokens, w.serving(), encoder_s=enc
     )
@@ -93,41 +86,11 @@ def pareto_splits(cands, w: LLMWorkload):
 
 
 def _curve(ev: Evaluator, w: LLMWorkload, st, split: tuple[int, int] | None):
-    """The load curve of one replica (``split`` None) or of a disaggregated unit of
-    ``split = (prefill replicas, decode replicas)``: users -> LoadPoint."""
-    opts = w.serving()
-    if split is None:
-
-        def curve(users, **kw):
-            return load_point(st, users, opts.think_time_s, w.ttft_percentile, **kw)
-
-        cycle = (
-            opts.think_time_s
-            + st.s_alone
-            + (st.output_tokens - 1) * float(st.t_iter(st.slots)) / st.tokens_per_iter
-        )
-        return curve, max(4, math.ceil(1.5 * saturation_rate(st) * cycle))
-    p, d = split
-    kt = kv_transfer_seconds(ev, st.input_tokens)
-
-    def curve(users, **kw):
-        return disaggregated_point(
-            st, p, d, users, opts.think_time_s, w.ttft_percentile, kv_transfer_s=kt, **kw
-        )
-
-    x = min(
-        p / st.s_alone,
-        d
-        * max(st.slots, 1)
-        * st.tokens_per_iter
-        / (float(st.t_iter(st.slots)) * (st.output_tokens - 1)),
-    )
-    cycle = (
-        opts.think_time_s
-        + st.s_alone
-        + (st.output_tokens - 1) * float(st.t_iter(st.slots)) / st.tokens_per_iter
-    )
-    return curve, max(4, math.ceil(1.5 * x * cycle))
+    """The load curve of one replica (``split`` None) or a disaggregated unit, and a user
+    count past its saturation (the top of the capacity scan)."""
+    think = w.serving().think_time_s
+    curve = load_curve(ev, st, think, w.ttft_percentile, split)
+    return curve, users_past_saturation(st, think, split)
 
 
 def llm_capacity(

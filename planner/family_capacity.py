@@ -1,36 +1,24 @@
-"""Capacity of one replica for the non-LLM families, in each family's demand unit:
+"""Capacity of one replica for the non-LLM workload kinds, in each kind's demand unit:
 documents per second (embeddings, rerankers), real-time audio streams (speech), clips per
-second (world models). Rates are counted in thousandths so the optimiser works in integers."""
+second (world models), images per second, videos per hour, robots. Rates are counted in
+thousandths (:data:`planner.demand.RATE_SCALE`) so the optimiser works in integers.
+
+Every estimate goes through the estimator's family registry; which workload kind may use
+which family is the planner's registry (:mod:`planner.kinds`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from estimator import Accelerator, EstimatorError, Parallel
-from estimator.families.diffusion import DiffusionModel
-from estimator.families.models import AsrModel, EncoderModel, FamilyModel, JepaModel
-from estimator.families.perf import (
-    asr_streams_per_replica,
-    estimate_diffusion,
-    estimate_encoder,
-    estimate_jepa,
-    estimate_var,
-    estimate_vla,
-    machine_for,
-)
+from estimator.families import FamilyOptions, family_of
+from estimator.families.asr import asr_streams_per_replica
 
-from .scenario import (
-    EmbeddingWorkload,
-    ImageGenerationWorkload,
-    RobotPolicyWorkload,
-    SpeechWorkload,
-    VideoGenerationWorkload,
-    WorldModelWorkload,
-)
-
-RATE_SCALE = 1000  # demand and capacity of rate units in thousandths
+from .demand import RATE_SCALE
 
 
 @dataclass(frozen=True)
@@ -40,6 +28,11 @@ class FamilyCapacity:
     latency_s: float  # per batch (speech: per 30 s window)
     binding: str
     metrics: dict
+
+
+def refused(reason: str) -> FamilyCapacity:
+    """A candidate the model cannot run on (the split, or an input the model refuses)."""
+    return FamilyCapacity(0, 0, float("inf"), f"split: {reason}", {})
 
 
 def _batch_scan(run, limit: int, max_latency: float, rate_key: str):
@@ -56,99 +49,11 @@ def _batch_scan(run, limit: int, max_latency: float, rate_key: str):
     return best
 
 
-def _a(word: str) -> str:
-    return ("an " if word[:1] in "aeiou" else "a ") + word
-
-
-def family_capacity(model: FamilyModel, w, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
-    if isinstance(model, DiffusionModel):
-        return _diffusion_capacity(model, w, gpu, par)
-    family = getattr(model, "family", "")
-    if family == "var" and isinstance(w, ImageGenerationWorkload):
-        guidance = True if w.guidance is None else w.guidance
-
-        def run(b: int):
-            return estimate_var(model, gpu, par, w.weights, b, guidance)
-
-        return _scan_capacity(run, w.max_s_per_image, "images_per_s")
-    if family == "vla" and isinstance(w, RobotPolicyWorkload):
-        try:
-            e = estimate_vla(
-                model,
-                gpu,
-                par,
-                w.weights,
-                1,
-                w.cameras,
-                w.action_horizon,
-                w.flow_steps,
-                w.control_hz,
-                w.execute_steps,
-            )
-        except EstimatorError as err:
-            return FamilyCapacity(0, 0, float("inf"), f"split: {err}", {})
-        if not e.fits:
-            return FamilyCapacity(0, 0, float("inf"), "memory", {})
-        r = e.metrics["robots_per_replica"]
-        return FamilyCapacity(r, r, e.metrics["s_per_batch"], "control rate", e.metrics)
-    try:
-        machine_for(model, gpu, par, w.weights)
-    except EstimatorError as e:
-        return FamilyCapacity(0, 0, float("inf"), f"split: {e}", {})
-    if isinstance(w, EmbeddingWorkload) and isinstance(model, EncoderModel):
-        return _scan_capacity(
-            lambda b: estimate_encoder(model, gpu, par, w.weights, b, w.input_tokens),
-            w.max_batch_latency_s,
-            "docs_per_s",
-        )
-    if isinstance(w, SpeechWorkload) and isinstance(model, AsrModel):
-        streams, b = asr_streams_per_replica(model, gpu, par, w.weights, w.max_rtf, w.beam)
-        return FamilyCapacity(streams, b, float("nan"), "rtf", {"batch": b})
-    if isinstance(w, WorldModelWorkload) and isinstance(model, JepaModel):
-        frames, res = w.frames or model.frames, w.resolution or model.resolution
-        return _scan_capacity(
-            lambda b: estimate_jepa(model, gpu, par, w.weights, b, frames, res, res),
-            w.max_latency_s,
-            "clips_per_s",
-        )
-    raise EstimatorError(
-        f"workload '{w.name}': model {model.name} is {_a(model.family)} model, "
-        f"which a workload of kind '{w.kind}' cannot use"
-    )
-
-
-def _diffusion_capacity(model, w, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
-    video = isinstance(w, VideoGenerationWorkload)
-    if not isinstance(w, (ImageGenerationWorkload, VideoGenerationWorkload)) or video != (
-        model.family == "diffusion_video"
-    ):
-        raise EstimatorError(
-            f"workload '{w.name}': model {model.name} is {_a(model.family)} model, "
-            f"which a workload of kind '{w.kind}' cannot use"
-        )
-    d = model.defaults
-    r = d.get("resolution", [1024, 1024])
-    res = getattr(w, "resolution", None)
-    width, height = (res, res) if res else (r[0], r[1])
-    steps = w.steps or d.get("steps", 30)
-    guidance = d.get("guidance", True) if w.guidance is None else w.guidance
-    frames = (w.frames or d.get("frames", 1)) if video else 1
-    limit = w.max_latency_s if video else w.max_s_per_image
-
-    def run(b: int):
-        return estimate_diffusion(
-            model, gpu, par, w.weights, b, width, height, steps, guidance, frames
-        )
-
-    key = "videos_per_hour" if video else "images_per_s"
-    return _scan_capacity(run, limit, key)
-
-
 def _scan_capacity(run, limit: float, key: str) -> FamilyCapacity:
     try:
         first = run(1)
     except EstimatorError as e:
-        return FamilyCapacity(0, 0, float("inf"), f"split: {e}", {})
+        return refused(str(e))
     if not first.fits:
         return FamilyCapacity(0, 0, float("inf"), "memory", {})
     best = _batch_scan(run, first.max_batch, limit, key)
@@ -156,3 +61,46 @@ def _scan_capacity(run, limit: float, key: str) -> FamilyCapacity:
         return FamilyCapacity(0, 0, first.metrics["s_per_batch"], "latency", first.metrics)
     m = best.metrics
     return FamilyCapacity(int(m[key] * RATE_SCALE), m["batch"], m["s_per_batch"], "latency", m)
+
+
+def batch_scan(
+    options: Callable[[Any, Any], FamilyOptions], rate_key: str, limit_key: str
+) -> Callable[..., FamilyCapacity]:
+    """The capacity of a kind served in batches: the best rate (``rate_key``) over batch sizes
+    whose pass time meets the workload's ``limit_key`` and that fit memory."""
+
+    def capacity(model: Any, w: Any, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
+        fam, opts = family_of(model), options(w, model)
+
+        def run(b: int):
+            return fam.estimate(model, gpu, par, w.weights, opts.model_copy(update={"batch": b}))
+
+        return _scan_capacity(run, getattr(w, limit_key), rate_key)
+
+    return capacity
+
+
+def speech_capacity(model: Any, w: Any, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
+    try:
+        streams, b = asr_streams_per_replica(model, gpu, par, w.weights, w.max_rtf, w.beam)
+    except EstimatorError as e:
+        return refused(str(e))
+    return FamilyCapacity(streams, b, float("nan"), "rtf", {"batch": b})
+
+
+def robot_capacity(model: Any, w: Any, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
+    opts = FamilyOptions(
+        cameras=w.cameras,
+        action_horizon=w.action_horizon,
+        flow_steps=w.flow_steps,
+        control_hz=w.control_hz,
+        execute=w.execute_steps,
+    )
+    try:
+        e = family_of(model).estimate(model, gpu, par, w.weights, opts)
+    except EstimatorError as err:
+        return refused(str(err))
+    if not e.fits:
+        return FamilyCapacity(0, 0, float("inf"), "memory", {})
+    r = e.metrics["robots_per_replica"]
+    return FamilyCapacity(r, r, e.metrics["s_per_batch"], "control rate", e.metrics)

@@ -38,11 +38,26 @@ class Limits:
 
 @dataclass(frozen=True)
 class Solution:
+    """The solver's answer. ``status``: optimal | feasible (the time limit stopped the proof)
+    | infeasible (no plan) | unknown (the time limit stopped it before any plan)."""
+
+    status: str
     replicas: dict[int, int]  # option index -> replicas (non-zero only)
     gpus_by_type: dict[str, int]
     cost: int
     gpus: int
-    optimal: bool
+
+    @property
+    def found(self) -> bool:
+        return self.status in ("optimal", "feasible")
+
+    @property
+    def optimal(self) -> bool:
+        return self.status == "optimal"
+
+
+def _no_plan(status: str = "infeasible") -> Solution:
+    return Solution(status, {}, {}, 0, 0)
 
 
 def solve(
@@ -51,8 +66,8 @@ def solve(
     limits: Limits,
     exclude: list[dict[str, int]] | None = None,
     time_limit_s: float = 20.0,
-) -> Solution | None:
-    """Cheapest integer replica counts covering ``required`` units per workload, or None."""
+) -> Solution:
+    """Cheapest integer replica counts covering ``required`` units per workload."""
     m = cp_model.CpModel()
     x = []
     for i, o in enumerate(options):
@@ -63,7 +78,7 @@ def solve(
     for w, need in required.items():
         idx = [i for i, o in enumerate(options) if o.workload == w]
         if not idx:
-            return None
+            return _no_plan()
         m.Add(sum(options[i].capacity * x[i] for i in idx) >= need)
     types = sorted({o.gpu for o in options})
     if limits.available:
@@ -96,17 +111,17 @@ def solve(
     solver.parameters.max_time_in_seconds = time_limit_s
     status = solver.Solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
+        return _no_plan("infeasible" if status == cp_model.INFEASIBLE else "unknown")
     reps = {i: int(solver.Value(v)) for i, v in enumerate(x) if solver.Value(v) > 0}
     by_type: dict[str, int] = {}
     for i, n in reps.items():
         by_type[options[i].gpu] = by_type.get(options[i].gpu, 0) + options[i].gpus * n
     return Solution(
+        "optimal" if status == cp_model.OPTIMAL else "feasible",
         reps,
         by_type,
         sum(options[i].cost * n for i, n in reps.items()),
         sum(options[i].gpus * n for i, n in reps.items()),
-        status == cp_model.OPTIMAL,
     )
 
 

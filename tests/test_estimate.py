@@ -9,7 +9,7 @@ from estimator import (
     Parallel,
     SplitError,
     Workload,
-    estimate,
+    estimate_replica,
     expert_touch,
     get_gpu,
     get_model,
@@ -31,7 +31,7 @@ def test_int4_weights_of_llama3_70b(llama70, h100):
 
 
 def test_kv_memory_four_users_8k(llama70, h100):
-    e = estimate(
+    e = estimate_replica(
         llama70, h100, Parallel(tp=2), Workload(input_tokens=8000, output_tokens=192, batch=4)
     )
     # per GPU: 4 x 8192 x 327,680 B / 2 (TP2 splits the 8 KV heads) = 5.37 GB
@@ -193,14 +193,14 @@ def test_max_batch_is_the_fit_boundary(llama70, h100):
     wl_ctx = 2400
     ev = Evaluator(llama70, h100, Parallel(tp=2), weights="fp8")
     mb = int(ev.max_batch(wl_ctx))
-    ok = estimate(
+    ok = estimate_replica(
         llama70,
         h100,
         Parallel(tp=2),
         Workload(input_tokens=2000, output_tokens=400, batch=mb),
         weights="fp8",
     )
-    bad = estimate(
+    bad = estimate_replica(
         llama70,
         h100,
         Parallel(tp=2),
@@ -240,7 +240,7 @@ def test_every_family_estimates(name):
     m = get_model(name)
     g = get_gpu("h200")
     tp = 8 if m.total_params > 100e9 else 1
-    e = estimate(
+    e = estimate_replica(
         m,
         g,
         Parallel(tp=tp),

@@ -10,13 +10,10 @@ from click.testing import CliRunner
 
 from estimator import Parallel, SplitError, get_gpu
 from estimator.families import family_catalog, get_family_model
-from estimator.families.perf import (
-    asr_streams_per_replica,
-    estimate_asr,
-    estimate_encoder,
-    estimate_jepa,
-    stack_pass,
-)
+from estimator.families.asr import asr_streams_per_replica, estimate_asr
+from estimator.families.base import stack_pass
+from estimator.families.encoder import estimate_encoder
+from estimator.families.jepa import estimate_jepa
 from estimator.roofline import Machine
 from planner.cli import main
 
@@ -234,7 +231,7 @@ def test_flux_tokens_are_packed_2x2():
 
 
 def test_guidance_doubles_the_denoiser():
-    from estimator.families.perf import estimate_diffusion
+    from estimator.families.diffusion import estimate_diffusion
 
     m = get_family_model("sdxl")
     g = get_gpu("h100-sxm")
@@ -247,7 +244,7 @@ def test_guidance_doubles_the_denoiser():
 
 
 def test_video_metrics_and_one_gpu_per_replica():
-    from estimator.families.perf import estimate_diffusion
+    from estimator.families.diffusion import estimate_diffusion
 
     m = get_family_model("cogvideox-5b")
     e = estimate_diffusion(m, get_gpu("h100-sxm"), Parallel(), "bf16", 1, 720, 480, 50, True, 49)
@@ -348,7 +345,7 @@ def test_images_need_a_vision_language_model(tmp_path):
 def test_var_tokens_and_passes():
     m = get_family_model("var-d30")
     assert m.tokens == 1 + 4 + 9 + 16 + 25 + 36 + 64 + 100 + 169 + 256 == 680
-    from estimator.families.perf import estimate_var
+    from estimator.families.var import estimate_var
 
     g = get_gpu("a100-80gb-sxm")
     one = estimate_var(m, g, Parallel(), "bf16", 1)
@@ -365,7 +362,7 @@ def test_var_tokens_and_passes():
 
 
 def test_vla_robots_fall_with_control_rate_and_cameras():
-    from estimator.families.perf import estimate_vla
+    from estimator.families.vla import estimate_vla
 
     m = get_family_model("pi0")
     g = get_gpu("rtx-4090")

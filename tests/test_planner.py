@@ -14,9 +14,10 @@ from click.testing import CliRunner
 from planner.cli import main
 from planner.demand import seats
 from planner.optimize import Limits, Option, solve
-from planner.report import escape_cell, write_csv
+from planner.options import SearchSpace
+from planner.results import escape_cell, write_csv
 from planner.scenario import ScenarioError, load_scenario
-from planner.solve import Planner, plan_scenario
+from planner.solve import plan_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -130,9 +131,9 @@ def test_cp_sat_matches_brute_force(seed):
     sol = solve(opts, required, limits)
     brute = _brute(opts, required, limits)
     if brute is None:
-        assert sol is None
+        assert not sol.found and sol.status == "infeasible"
     else:
-        assert sol is not None and sol.cost == brute
+        assert sol.found and sol.cost == brute
 
 
 def test_plan_never_costlier_than_any_single_type_plan(tmp_path):
@@ -384,7 +385,7 @@ def test_csv_write_is_atomic(tmp_path):
 
 
 def test_planner_capacity_respects_targets(tmp_path):
-    pl = Planner(load_scenario(chat(tmp_path, tps=30)))
+    pl = SearchSpace(load_scenario(chat(tmp_path, tps=30)))
     for o in pl.options:
         from planner.capacity import operating_point
 

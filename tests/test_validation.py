@@ -9,9 +9,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from calibration import fit as f
+from calibration import report as rp
+from calibration import shipped_dir, shipped_files
+from calibration.bench_shapes import lockstep
 from estimator.efficiency import calibration
-from estimator.serving import lockstep
-from planner import validation as v
 from planner.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def report():
-    return v.run(v.shipped_files(), cross_validation=True)
+    return rp.run(shipped_files(), cross_validation=True)
 
 
 def test_shipped_data_is_mostly_evaluated(report):
@@ -55,7 +57,7 @@ def test_fitted_factors_are_physical():
 
 
 def test_validate_json_keeps_columns_and_adds_prediction(tmp_path):
-    src = ROOT / "validation" / "llm_measured_public.csv"
+    src = shipped_dir() / "llm_measured_public.csv"
     rows = list(csv.DictReader(src.open()))[:40]
     rows.append({**rows[0], "model": "acme/NoSuchModel-7B"})
     p = tmp_path / "mine.csv"
@@ -90,7 +92,7 @@ def test_missing_data_file_is_bad_input():
 
 def test_write_calibration_round_trip(tmp_path):
     target = tmp_path / "calibration.yaml"
-    doc = v.write_calibration(v.shipped_files(), "2000-01-01", target)
+    doc = f.write_calibration(shipped_files(), "2000-01-01", target)
     text = target.read_text()
     assert text.startswith("# Efficiency factors")
     loaded = yaml.safe_load(text)
@@ -120,10 +122,10 @@ def test_docs_report_generated(tmp_path):
 
 
 def test_family_validation_reports_each_family_and_every_row():
-    from planner import validation_families as vf
+    from calibration import families as vf
 
     rows = vf.run()
-    public = list(csv.DictReader((ROOT / "validation" / "nonllm_measured_public.csv").open()))
+    public = list(csv.DictReader((shipped_dir() / "nonllm_measured_public.csv").open()))
     # every shared row reported, evaluated or skipped with a reason (extra rows are numbered < 0)
     assert len([r for r in rows if r.row >= 0]) == len(public)
     s = vf.summary(rows)
@@ -147,7 +149,7 @@ FAMILY_RECORD = {
 
 
 def test_family_errors_not_worse_than_recorded():
-    from planner import validation_families as vf
+    from calibration import families as vf
 
     s = vf.summary(vf.run())
     for fam, rec in FAMILY_RECORD.items():

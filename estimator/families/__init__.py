@@ -1,11 +1,31 @@
-"""Model families beyond language models: each a set of transformer stacks (see
-:mod:`estimator.stack`) with its own workload, metrics and demand unit, evaluated on the same
-roofline (:mod:`estimator.roofline`), formats and efficiency factors as the LLMs.
+"""Model families beyond language models, one module each (its model schema, its builder
+from a preset's config, its estimate), all on the roofline of :mod:`estimator.roofline` and
+the efficiency factors the language models are calibrated with.
 
-Families so far: text encoders and rerankers (``encoder``, ``reranker``), speech recognition
-(``asr``, Whisper), and JEPA world models (``jepa``).
+The registry (:mod:`.registry`) maps a family name to its builder and estimate; importing
+this package registers every family below.
 """
 
-from .catalog import FamilyModel, family_catalog, get_family_model
+from . import asr, diffusion, encoder, jepa, var, vla, vlm  # noqa: F401  (register themselves)
+from .base import FamilyEstimate, FamilyOptions
+from .registry import (
+    FAMILIES,
+    Family,
+    FamilyPreset,
+    family_catalog,
+    family_of,
+    get_family_model,
+    is_family_model,
+)
 
-__all__ = ["FamilyModel", "family_catalog", "get_family_model"]
+__all__ = [
+    "FAMILIES",
+    "Family",
+    "FamilyEstimate",
+    "FamilyOptions",
+    "FamilyPreset",
+    "family_catalog",
+    "family_of",
+    "get_family_model",
+    "is_family_model",
+]

@@ -9,9 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from ..roofline import Machine
+from ..formats import weight_format
+from ..hardware import Accelerator
+from ..parallel import Parallel
+from ..roofline import ACT_BYTES, Machine
 from ..stack import Stack
-from .diffusion import vae_decoder
+from .base import FamilyEstimate, FamilyOptions, memory, result, stack_pass, tp_machine
+from .diffusion_parts import component_time, vae_decoder
+from .registry import Family, FamilyPreset, register
 
 
 @dataclass
@@ -52,16 +57,11 @@ class VarModel:
         }
         return vae_decoder(cfg, self.resolution, self.resolution)
 
-    def generate_seconds(self, mc: Machine, batch: int, wbytes: float, guidance: bool = True):
-        """(transformer seconds, VAE seconds) for ``batch`` images: one pass per scale over
-        that scale's tokens (x2 with classifier-free guidance), attending to the cache."""
-        t, vae_t, _ = self.generate_times(mc, batch, wbytes, guidance)
-        return t, vae_t
-
     def generate_times(self, mc: Machine, batch: int, wbytes: float, guidance: bool = True):
-        """As :meth:`generate_seconds`, plus the bottleneck of the whole generation: the
-        roofline component (memory, compute, interconnect) with the most seconds summed over
-        every pass."""
+        """(transformer seconds, VAE seconds, bottleneck) for ``batch`` images: one pass per
+        scale over that scale's tokens (x2 with classifier-free guidance), attending to the
+        cache; the bottleneck is the roofline component (memory, compute, interconnect) with
+        the most seconds summed over every pass."""
         s = self.stack
         seqs = batch * (2 if guidance else 1)
         t = 0.0
@@ -70,25 +70,12 @@ class VarModel:
         for p in self.patch_nums:
             q = p * p
             cached += q
-            tokens = seqs * q
             kv_read = seqs * s.kv_bytes_per_token(2.0) * cached / mc.tp
-            stage = s.params() * wbytes / mc.tp + tokens * s.act_bytes_per_token(mc.tp) + kv_read
-            mm = 2.0 * s.matmul_params() * tokens / mc.gpus
-            at = seqs * float(s.attn_flops(q, cached)) / mc.gpus
-            comm = mc.tp_comm(tokens, s.hidden, s.layers)
-            st = mc.step(stage, mm, at, comm, s.layers, seqs, 1)
+            st = stack_pass(mc, s, wbytes, seqs, q, cached, extra_bytes=kv_read)
             t += float(st.total)
             parts += [float(st.memory), float(st.compute), float(st.comm)]
         v = self.vae()
-        st = mc.step(
-            v.params * 2.0 + batch * v.act_bytes,
-            batch * v.flops,
-            batch * v.attn_flops,
-            0.0,
-            v.layers,
-            batch,
-            1,
-        )
+        st = component_time(mc, v, 2.0, batch)
         parts += [float(st.memory), float(st.compute), float(st.comm)]
         bottleneck = ("memory", "compute", "interconnect")[int(np.argmax(parts))]
         return t, float(st.total), bottleneck
@@ -118,6 +105,41 @@ def build_var(name: str, display: str, c: dict[str, Any]) -> VarModel:
     )
 
 
-def images_per_s(model: VarModel, mc: Machine, batch, wbytes: float, guidance: bool = True):
-    t, v = model.generate_seconds(mc, int(batch), wbytes, guidance)
-    return float(np.asarray(batch) / (t + v)), t, v
+def estimate_var(
+    model, gpu: Accelerator, par: Parallel, weights: str, batch: int, guidance: bool = True
+) -> FamilyEstimate:
+    """``batch`` images by next-scale prediction (10 passes for 256 px) and VQ-VAE decode."""
+    mc = tp_machine(model.name, [model.stack], gpu, par, weights)
+    wb = weight_format(weights).bytes_per_value
+    t, v, bottleneck = model.generate_times(mc, batch, wb, guidance)
+    s = model.stack
+    seqs = batch * (2 if guidance else 1)
+    kv = seqs * s.kv_bytes_per_token(2.0) * model.tokens / mc.tp
+    act = seqs * model.patch_nums[-1] ** 2 * ACT_BYTES * (4 * s.hidden + s.ffn / mc.tp)
+    mem = memory(mc, model.params * wb / mc.tp, act, kv, batch)
+    total = t + v
+    metrics = {
+        "s_per_image": total,
+        "s_per_batch": total,
+        "images_per_s": batch / total,
+        "transformer_s": t,
+        "vae_s": v,
+        "tokens_per_image": model.tokens,
+        "batch": batch,
+        "guidance": guidance,
+    }
+    return result(model, "var", mc, weights, mem, bottleneck, metrics)
+
+
+def _estimate(
+    model: VarModel, gpu: Accelerator, par: Parallel, weights: str, o: FamilyOptions
+) -> FamilyEstimate:
+    guidance = True if o.guidance is None else o.guidance
+    return estimate_var(model, gpu, par, weights, o.batch, guidance)
+
+
+def _build(p: FamilyPreset) -> VarModel:
+    return build_var(p.name, p.display_name, p.config)
+
+
+register(Family("var", _build, _estimate))

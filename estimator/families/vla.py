@@ -11,8 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..roofline import Machine
+from ..hardware import Accelerator
+from ..parallel import Parallel
+from ..roofline import ACT_BYTES, Machine
 from ..stack import Stack
+from .base import FamilyEstimate, FamilyOptions, memory, result, stack_pass, tp_machine
+from .registry import Family, FamilyPreset, register
 
 
 @dataclass
@@ -54,45 +58,18 @@ class VlaModel:
         """Seconds to produce one action chunk for ``robots`` robots at once."""
         h = horizon or self.horizon
         k = flow_steps or self.flow_steps
-        wb = 2.0
-        patches = robots * cameras * self.patches_per_image
 
-        def run(
-            s: Stack,
-            tokens: float,
-            q: float,
-            kv: float,
-            seqs: float,
-            extra_bytes=0.0,
-            extra_params: int = 0,
-        ) -> float:
-            stage = (
-                (s.params() + extra_params) * wb / mc.tp
-                + tokens * s.act_bytes_per_token(mc.tp)
-                + extra_bytes
-            )
-            mm = 2.0 * (s.matmul_params() + extra_params) * tokens / mc.gpus
-            at = seqs * float(s.attn_flops(q, kv)) / mc.gpus
-            comm = mc.tp_comm(tokens, s.hidden, s.layers)
-            return float(mc.step(stage, mm, at, comm, s.layers, seqs, 1).total)
-
-        vis = run(
-            self.vision,
-            patches,
-            self.patches_per_image,
-            self.patches_per_image,
-            robots * cameras,
-            extra_params=self.vision_extra,
-        )
+        n = self.patches_per_image
+        vis = _seconds(mc, self.vision, robots * cameras, n, n, extra_params=self.vision_extra)
         prefix_len = cameras * self.tokens_per_image + self.text_tokens
-        pre = run(self.prefix, robots * prefix_len, prefix_len, prefix_len, robots)
+        pre = _seconds(mc, self.prefix, robots, prefix_len, prefix_len)
         kv = robots * self.prefix.kv_bytes_per_token(2.0) * prefix_len / mc.tp
-        step = run(
+        step = _seconds(
+            mc,
             self.expert,
-            robots * (h + 1),
+            robots,
             h + 1,
             prefix_len + h + 1,
-            robots,
             extra_bytes=kv,
             extra_params=self.expert_extra,
         )
@@ -102,6 +79,11 @@ class VlaModel:
             "action_expert_s": k * step,
             "latency_s": vis + pre + k * step,
         }
+
+
+def _seconds(mc: Machine, s: Stack, seqs, q, kv, **extra) -> float:
+    """One 16-bit pass of a VLA stack (the policies ship and run in bf16)."""
+    return float(stack_pass(mc, s, 2.0, seqs, q, kv, **extra).total)
 
 
 def _gemma(c: dict[str, Any]) -> Stack:
@@ -203,3 +185,71 @@ def build_vla(name: str, display: str, c: dict[str, Any]) -> VlaModel:
         c.get("chunk_size", 50),
         c.get("num_steps", 10),
     )
+
+
+def estimate_vla(
+    model,
+    gpu: Accelerator,
+    par: Parallel,
+    weights: str,
+    batch: int,
+    cameras: int,
+    horizon: int | None = None,
+    flow_steps: int | None = None,
+    control_hz: float = 50.0,
+    execute: int | None = None,
+) -> FamilyEstimate:
+    """One action chunk for ``batch`` robots; ``robots_per_replica``: the most robots whose
+    chunk arrives within the period a robot takes to execute ``execute`` actions."""
+    mc = tp_machine(model.name, [model.vision, model.prefix, model.expert], gpu, par, weights)
+    h = horizon or model.horizon
+    ex = execute or h
+    period = ex / control_hz
+    t = model.chunk_seconds(mc, batch, cameras, h, flow_steps)
+    prefix_len = cameras * model.tokens_per_image + model.text_tokens
+    kv = batch * model.prefix.kv_bytes_per_token(2.0) * prefix_len / mc.tp
+    act = batch * cameras * model.patches_per_image * ACT_BYTES * 4 * model.vision.hidden
+    mem = memory(mc, model.params * 2.0 / mc.tp, act, kv, batch)
+    robots = 0
+    for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
+        if model.chunk_seconds(mc, b, cameras, h, flow_steps)["latency_s"] > period:
+            break
+        robots = b
+    metrics = {
+        "latency_ms": t["latency_s"] * 1e3,
+        "vision_ms": t["vision_s"] * 1e3,
+        "prefix_ms": t["prefix_s"] * 1e3,
+        "action_expert_ms": t["action_expert_s"] * 1e3,
+        "robots_per_replica": robots,
+        "chunk_period_s": period,
+        "cameras": cameras,
+        "action_horizon": h,
+        "control_hz": control_hz,
+        "batch": batch,
+        "s_per_batch": t["latency_s"],
+    }
+    return result(model, "vla", mc, weights, mem, "memory", metrics)
+
+
+def _estimate(
+    model: VlaModel, gpu: Accelerator, par: Parallel, weights: str, o: FamilyOptions
+) -> FamilyEstimate:
+    return estimate_vla(
+        model,
+        gpu,
+        par,
+        weights,
+        o.batch,
+        o.cameras,
+        o.action_horizon,
+        o.flow_steps,
+        o.control_hz,
+        o.execute,
+    )
+
+
+def _build(p: FamilyPreset) -> VlaModel:
+    return build_vla(p.name, p.display_name, p.config)
+
+
+register(Family("vla", _build, _estimate))

@@ -11,10 +11,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import EstimatorError
+from ..hardware import Accelerator
 from ..hf_config import model_from_config
 from ..model import LanguageModel
+from ..parallel import Parallel
 from ..roofline import Machine
 from ..stack import Stack
+from .registry import Family, FamilyPreset, register
 
 # PixtralVisionConfig defaults (transformers), used where the released config omits them.
 _PIXTRAL_VISION = {
@@ -80,8 +83,12 @@ class VlmModel:
             attn = float(s.attn_flops(patches, patches))
         return mm, attn
 
-    def vision_seconds(self, mc: Machine, images, width: int, height: int) -> Any:
-        """Encoder time for ``images`` images on a replica (16-bit, TP-sharded)."""
+    def vision_seconds(self, gpu: Accelerator, par: Parallel, images, width: int, height: int):
+        """Encoder time for ``images`` images on a replica, TP-sharded. Weights and math are
+        16-bit whatever the language model's format: FP8/INT4 serving checkpoints leave the
+        vision tower unquantised (their recipes ignore ``visual.*``), so its GEMMs run in
+        BF16."""
+        mc = Machine(gpu, par, "bf16")
         _, patches = self.tokens(width, height)
         mm, attn = self.vision_flops(patches)
         n = np.asarray(images, float)
@@ -161,3 +168,11 @@ def build_vlm(name: str, display: str, c: dict[str, Any]) -> VlmModel:
         f"{name}: unsupported vision-language model_type '{mt}' "
         "(supported: qwen2_5_vl, llava with pixtral vision, llava_onevision)"
     )
+
+
+def _build(p: FamilyPreset) -> VlmModel:
+    return build_vlm(p.name, p.display_name, p.config)
+
+
+# served as a language model with the images' tokens in the prompt (see estimator.api)
+register(Family("vlm", _build, language_model=True))

@@ -1,8 +1,9 @@
-"""The forward estimate: memory box, prefill, decode step, throughput and bottleneck.
+"""A language-model replica: memory box, prefill pass, decode step, and the static-batch estimate
+on an idle replica.
 
 :class:`Evaluator` prepares every scalar that depends on (model, GPU, split, formats, engine)
 once; its methods then evaluate numpy arrays of batch sizes and contexts at once, which is
-what the planner and the benchmark use. :func:`estimate` is the one-shot convenience call.
+what the planner and the benchmark use. :func:`estimate_replica` is the one-shot call for one static batch.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import comm
 from .efficiency import Efficiency
+from .engines import engine as get_engine
+from .engines import runtime_overhead_bytes
 from .errors import EstimatorError
 from .formats import kv_format, weight_format
 from .hardware import Accelerator
-from .memory import engine as get_engine
-from .memory import runtime_overhead_bytes
+from .memory_box import MemoryBox
 from .model import LanguageModel
 from .parallel import Parallel, check_split
 from .roofline import ACT_BYTES, Machine, StepTimes
@@ -274,19 +276,6 @@ class Evaluator:
 
 
 @dataclass
-class MemoryBox:
-    """Per-GPU memory, GB (1e9 bytes)."""
-
-    weights: float
-    kv_cache: float
-    activations: float
-    overhead: float
-    total: float
-    capacity: float
-    usable: float  # what the engine lets the process use for all of the above
-
-
-@dataclass
 class Estimate:
     model: str
     gpu: str
@@ -320,7 +309,7 @@ class Estimate:
         return asdict(self)
 
 
-def estimate(
+def estimate_replica(
     model: LanguageModel,
     gpu: Accelerator,
     parallel: Parallel,

@@ -1,4 +1,5 @@
-"""Load and resolve presets: shipped YAML under ``presets/``, plus user folders.
+"""Preset catalogues: shipped YAML under ``presets/`` (GPUs, language models), plus user
+folders; names resolve case-insensitively through aliases, unknown ones suggest the closest.
 
 User folders come from ``PLANNER_PRESETS`` (os.pathsep-separated) or the ``extra_dirs``
 argument (the CLI's ``--presets DIR``); a user entry with the same name overrides a
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import EstimatorError, UnknownNameError
 from .hardware import Accelerator
-from .hf_config import load_config_file, model_from_config
+from .hf_config import model_from_config
 from .model import LanguageModel
 
 
@@ -54,7 +55,7 @@ def shipped_dir() -> Path:
     return Path(str(resources.files("presets")))
 
 
-def _user_dirs(extra_dirs: tuple[str, ...]) -> list[Path]:
+def user_dirs(extra_dirs: tuple[str, ...]) -> list[Path]:
     env = [d for d in os.environ.get("PLANNER_PRESETS", "").split(os.pathsep) if d]
     return [Path(d) for d in (*env, *extra_dirs)]
 
@@ -82,7 +83,7 @@ def _validation_message(path: Path, e: ValidationError, prefix: str = "") -> str
 
 def _files(kind: str, extra_dirs: tuple[str, ...]) -> list[Path]:
     dirs = [shipped_dir() / kind]
-    for d in _user_dirs(extra_dirs):
+    for d in user_dirs(extra_dirs):
         if not d.is_dir():
             raise EstimatorError(f"presets folder not found: {d}")
         sub = d / kind
@@ -150,30 +151,12 @@ def model_catalog(extra_dirs: tuple[str, ...] = ()) -> Catalog[ModelPreset]:
 
 
 @lru_cache(maxsize=256)
-def _build(name: str, extra_dirs: tuple[str, ...]) -> LanguageModel:
+def build_model(name: str, extra_dirs: tuple[str, ...]) -> LanguageModel:
     return model_catalog(extra_dirs).items[name].build()
 
 
 def get_gpu(name: str, extra_dirs: tuple[str, ...] = ()) -> Accelerator:
     return gpu_catalog(extra_dirs).get(name)
-
-
-def get_model(name_or_path: str, extra_dirs: tuple[str, ...] = ()) -> LanguageModel:
-    """A preset by name or alias, or a local config.json (a path ending in .json or a folder
-    holding one)."""
-    p = Path(name_or_path)
-    if name_or_path.endswith(".json") or (p.is_dir() and (p / "config.json").is_file()):
-        return load_config_file(p)
-    cat = model_catalog(extra_dirs)
-    try:
-        key = cat.resolve_name(name_or_path)
-    except UnknownNameError:
-        # suggest from every preset a user can name, the other model families included
-        from .families.catalog import family_catalog
-
-        known = cat.names() + family_catalog(extra_dirs).names()
-        raise UnknownNameError("model", name_or_path, known) from None
-    return _build(key, extra_dirs)
 
 
 def get_model_preset(name: str, extra_dirs: tuple[str, ...] = ()) -> ModelPreset:

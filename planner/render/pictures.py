@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from estimator.estimate import Estimate
+from estimator import Estimate
 
 WIDTH = 50
 

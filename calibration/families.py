@@ -14,15 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from estimator import EstimatorError, Parallel, get_gpu
-from estimator.families import get_family_model
-from estimator.families.perf import (
-    estimate_asr,
-    estimate_diffusion,
-    estimate_encoder,
-    estimate_vla,
-)
+from estimator.families import FamilyOptions, family_of, get_family_model
 
-HERE = Path(__file__).resolve().parent.parent / "validation"
+from . import shipped_dir
 
 
 @dataclass
@@ -48,64 +42,55 @@ def _int(v: str) -> int | None:
     return int(v) if v not in ("", None) else None
 
 
+# published metric -> (the estimate's metric, whether it scales with the GPUs: the rows run
+# one replica per GPU)
+METRICS = {
+    "images_per_s": ("images_per_s", True),
+    "audio_s_per_s": ("audio_s_per_s", True),
+    "sentences_per_s": ("docs_per_s", True),
+    "docs_per_s": ("docs_per_s", True),
+    "rtf": ("rtf", False),
+    "s_per_image": ("s_per_image", False),
+    "s_per_video": ("s_per_video", False),
+    "latency_ms_per_chunk": ("latency_ms", False),
+}
+
+
+def options(case: dict) -> FamilyOptions:
+    """A row's machine-readable conditions as the estimator's family options."""
+    res = _int(case.get("resolution", ""))
+    return FamilyOptions(
+        batch=int(case["batch"]),
+        input_tokens=_int(case.get("input_tokens", "")),
+        audio_seconds=float(case.get("audio_seconds") or 30.0),
+        beam=int(case.get("beam") or 1),
+        resolution=(res, res) if res else None,
+        frames=_int(case.get("frames", "")),
+        steps=_int(case.get("steps", "")),
+        guidance=case.get("guidance") == "true",
+        cameras=int(case.get("cameras") or 1),
+    )
+
+
 def predict(case: dict) -> tuple[str, float]:
     model = get_family_model(case["preset"])
-    gpu = get_gpu(case["gpu_preset"])
-    n = int(case["n_gpus"])
-    b = int(case["batch"])
-    metric = case["metric"]
-    if model.family.startswith("diffusion"):
-        res = _int(case["resolution"])
-        r = model.defaults.get("resolution", [1024, 1024])
-        w, h = (res, res) if res else (r[0], r[1])
-        frames = _int(case["frames"]) or model.defaults.get("frames", 1)
-        e = estimate_diffusion(
-            model,
-            gpu,
-            Parallel(),
-            case["weights"],
-            b,
-            w,
-            h,
-            int(case["steps"]),
-            case["guidance"] == "true",
-            frames,
-        )
-        m = e.metrics
-        value = {
-            "images_per_s": n * m.get("images_per_s", 0.0),
-            "steps_per_s": int(case["steps"]) / m["denoiser_s"] if m["denoiser_s"] else 0.0,
-            "s_per_image": m.get("s_per_image"),
-            "s_per_video": m.get("s_per_video"),
-            "peak_memory_gb": e.memory_gb["total"],
-        }[metric]
-        return model.family, value
-    if model.family == "asr":
-        e = estimate_asr(
-            model,
-            gpu,
-            Parallel(),
-            case["weights"],
-            b,
-            float(case["audio_seconds"]),
-            int(case.get("beam") or 1),
-        )
-        return "asr", {"audio_s_per_s": n * e.metrics["audio_s_per_s"], "rtf": e.metrics["rtf"]}[
-            metric
-        ]
-    if model.family in ("encoder", "reranker"):
-        e = estimate_encoder(model, gpu, Parallel(), case["weights"], b, int(case["input_tokens"]))
-        return model.family, n * e.metrics["docs_per_s"]
-    if model.family == "vla":
-        e = estimate_vla(model, gpu, Parallel(), case["weights"], b, int(case["cameras"]))
-        return "vla", e.metrics["latency_ms"]
-    raise EstimatorError(f"no validation path for {model.family}")
+    fam = family_of(model)
+    if fam is None or fam.estimate is None:
+        raise EstimatorError(f"no validation path for {model.family}")
+    e = fam.estimate(model, get_gpu(case["gpu_preset"]), Parallel(), case["weights"], options(case))
+    metric, m = case["metric"], e.metrics
+    if metric == "steps_per_s":
+        return e.family, int(case["steps"]) / m["denoiser_s"] if m["denoiser_s"] else 0.0
+    if metric == "peak_memory_gb":
+        return e.family, e.memory_gb.total
+    key, per_gpu = METRICS[metric]
+    return e.family, int(case["n_gpus"]) * m.get(key, 0.0) if per_gpu else m[key]
 
 
 def run_extra(path: Path | None = None) -> list[FamilyRow]:
     """Rows that carry their machine-readable conditions themselves
     (``validation/nonllm_measured_extra.csv``), numbered -1, -2, ... in reports."""
-    p = path or HERE / "nonllm_measured_extra.csv"
+    p = path or shipped_dir() / "nonllm_measured_extra.csv"
     if not p.is_file():
         return []
     out = []
@@ -142,8 +127,8 @@ def run_extra(path: Path | None = None) -> list[FamilyRow]:
 
 
 def run(cases_path: Path | None = None, public_path: Path | None = None) -> list[FamilyRow]:
-    cases = list(csv.DictReader(open(cases_path or HERE / "nonllm_cases.csv")))
-    public = list(csv.DictReader(open(public_path or HERE / "nonllm_measured_public.csv")))
+    cases = list(csv.DictReader(open(cases_path or shipped_dir() / "nonllm_cases.csv")))
+    public = list(csv.DictReader(open(public_path or shipped_dir() / "nonllm_measured_public.csv")))
     covered = {int(c["row"]) for c in cases}
     out: list[FamilyRow] = []
     for c in cases:

@@ -1,4 +1,5 @@
-"""Atomic file output: every file the planner writes appears whole or not at all."""
+"""Atomic file output: every file the tool writes (exports, reports, the calibration file)
+appears whole or not at all."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from estimator import EstimatorError
+from .errors import EstimatorError
 
 
 def atomic_write(path: str | Path, write: Callable[[IO[str]], None]) -> None:

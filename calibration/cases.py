@@ -1,0 +1,287 @@
+"""Published measurements -> cases. Each CSV row (columns of ``calibration/data/README.md``)
+becomes a *case*: the estimator's step times decomposed once into raw physics (bytes ÷ peak
+bandwidth, FLOPs ÷ peak FLOPS, collective bytes ÷ link bandwidth and hop latencies, how many
+collectives and layers a step runs), or a skipped row with its reason."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from estimator import EstimatorError, Evaluator, Parallel, get_gpu, get_model
+from estimator.efficiency import Efficiency, efficiency_key
+
+COLUMNS = [
+    "source",
+    "model",
+    "params_b",
+    "gpu",
+    "n_gpus",
+    "tp",
+    "pp",
+    "ep",
+    "weight_dtype",
+    "kv_dtype",
+    "framework",
+    "isl",
+    "osl",
+    "concurrency_or_batch",
+    "metric",
+    "value",
+    "notes",
+]
+
+# Rows the fit leaves out (still reported): their number is dominated by something the
+# roofline does not claim to model row by row.
+FIT_EXCLUDE_FLAGS = ("QUEUEING-DOMINATED", "SPECULATIVE", "MTP speculative", "READ-FROM-CHART")
+
+_WEIGHTS = {
+    "fp16": "fp16",
+    "bf16": "bf16",
+    "fp16/bf16": "bf16",
+    "fp8": "fp8",
+    "fp4": "fp4",
+    "int4-awq": "int4",
+    "w4a8-awq": "int4",
+    "int8": "int8",
+    "int4": "int4",
+    "mxfp4": "fp4",
+}
+_KV = {
+    "fp16": "bf16",
+    "bf16": "bf16",
+    "fp16/bf16": "bf16",
+    "fp8": "fp8",
+    "int8": "fp8",
+    "int4": "int4",
+}
+_GPU_ALIASES = {"GB200 (NVL72)": "gb200", "GH200-120GB (96GB HBM3)": "gh200-96gb"}
+
+UNIT = Efficiency(
+    memory=1.0,
+    compute=1.0,
+    comm_latency_scale=1.0,
+    collective_base_us=0.0,
+    layer_overhead_us=0.0,
+    step_overhead_ms=0.0,
+    seq_overhead_us=0.0,
+)
+
+
+@dataclass
+class Parts:
+    """One step decomposed: seconds at 100% efficiency and no fixed overheads."""
+
+    memory: np.ndarray
+    compute: np.ndarray
+    comm: np.ndarray
+    collectives: np.ndarray  # count, for the per-collective base latency
+    layers: np.ndarray  # count, for the per-layer overhead
+    seqs: np.ndarray  # count, for the per-sequence host overhead
+
+    @staticmethod
+    def stack(items: list[Parts]) -> Parts:
+        return Parts(
+            *(
+                np.array([float(getattr(p, f)) for p in items])
+                for f in ("memory", "compute", "comm", "collectives", "layers", "seqs")
+            )
+        )
+
+    def time(self, mem_eff, cmp_eff, base_s, layer_s, step_s, seq_s):
+        t = np.maximum(self.memory / mem_eff, self.compute / cmp_eff) + self.comm
+        return t + self.collectives * base_s + self.layers * layer_s + step_s + self.seqs * seq_s
+
+
+@dataclass
+class Case:
+    idx: int
+    row: dict
+    family: str
+    source_key: str
+    kind: str  # offline | closed
+    metric: str
+    measured: float
+    batch: float
+    isl: int
+    osl: int
+    replicas: int
+    n_gpus: int
+    clients: float  # closed loop: clients per replica (may exceed the running batch)
+    fit: bool
+    assumptions: list[str] = field(default_factory=list)
+    dec: Parts | None = None
+    pre: Parts | None = None
+
+
+@dataclass
+class Skipped:
+    idx: int
+    row: dict
+    reason: str
+
+
+def _int(v: str) -> int | None:
+    try:
+        return int(float(v))
+    except (TypeError, ValueError):
+        return None
+
+
+def source_key(src: str) -> str:
+    """Group rows by publication for leave-one-source-out: a repository (owner/name) or a
+    web page's site and first path segment."""
+    s = src.strip().split(" ")[0]
+    if s.startswith("http"):
+        parts = s.split("/")
+        return "/".join(parts[2:4]) if len(parts) > 3 else parts[2]
+    if ":" in s:
+        kind, rest = s.split(":", 1)
+        return f"{kind}:{'/'.join(rest.split('/')[:2])}"
+    return s
+
+
+def _decompose(ev: Evaluator, ev1: Evaluator, st_fn) -> Parts:
+    """Raw parts at unit efficiency; counts read off by re-running with unit overheads."""
+    a, b = st_fn(ev), st_fn(ev1)
+    layers = ev.pp * ev.layers_per_stage
+    seqs = (b.overhead - a.overhead) / 1e-6 - layers - 1000.0
+    return Parts(a.memory, a.compute, a.comm, (b.comm - a.comm) / 1e-6, layers, seqs)
+
+
+def prepare(idx: int, row: dict) -> Case | Skipped:
+    """Resolve a CSV row to a case, or say why it cannot be evaluated."""
+    metric = row.get("metric", "").strip()
+    try:
+        measured = float(row.get("value", ""))
+    except ValueError:
+        return Skipped(idx, row, "value is not a number")
+    try:
+        model = get_model(row["model"].split(" ")[0])
+    except EstimatorError:
+        return Skipped(idx, row, f"unknown model '{row['model']}'")
+    gname = _GPU_ALIASES.get(row["gpu"].strip(), row["gpu"].strip())
+    try:
+        gpu = get_gpu(gname)
+    except EstimatorError:
+        return Skipped(idx, row, f"unknown GPU '{row['gpu']}'")
+    wd = row.get("weight_dtype", "").strip().lower()
+    if wd not in _WEIGHTS:
+        return Skipped(idx, row, f"weight format '{wd or 'blank'}' not published")
+    notes = row.get("notes", "")
+    assumptions = []
+    weights = _WEIGHTS[wd]
+    if wd == "w4a8-awq":
+        assumptions.append("W4A8 modelled as W4A16")
+    kd = row.get("kv_dtype", "").strip().lower()
+    if kd in _KV:
+        kv = _KV[kd]
+    else:  # not stated: ModelOpt FP8/FP4 checkpoints ship an FP8 KV cache; others 16-bit
+        kv = "fp8" if weights in ("fp8", "fp4") else "bf16"
+        assumptions.append(f"KV format not stated: assumed {kv}")
+    tp, pp = _int(row.get("tp")), _int(row.get("pp")) or 1
+    n = _int(row.get("n_gpus"))
+    if tp is None or n is None:
+        return Skipped(idx, row, "parallel split not published")
+    if n % (tp * pp):
+        return Skipped(idx, row, f"n_gpus {n} is not a multiple of TP×PP")
+    ep = _int(row.get("ep")) or 1
+    attn_dp = "attention_dp" in notes and tp > 1
+    if model.is_moe and "--ep" in notes and ep == 1 and tp > 1:
+        ep = tp
+        assumptions.append(f"EP size not published: assumed EP={tp}")
+    if attn_dp:
+        assumptions.append("attention data-parallel (enable_attention_dp)")
+    fw = row.get("framework", "").lower()
+    engine = (
+        "trtllm"
+        if ("trt" in fw or "nim" in fw or "tensorrt" in fw)
+        else ("sglang" if "sglang" in fw else "vllm")
+    )
+    isl, osl = _int(row.get("isl")), _int(row.get("osl"))
+    if not isl or not osl:
+        return Skipped(idx, row, "variable-length dataset: input length not published")
+    par = Parallel(
+        tp=tp,
+        pp=pp,
+        ep=ep if ep <= tp and tp % ep == 0 else 1,
+        attention_dp=attn_dp,
+        replicas=n // (tp * pp),
+    )
+    try:
+        ev = Evaluator(model, gpu, par, weights, kv, engine, UNIT)
+    except EstimatorError as e:
+        return Skipped(idx, row, f"split rejected: {e}")
+    ev1 = ev.with_efficiency(
+        replace(
+            UNIT,
+            collective_base_us=1.0,
+            layer_overhead_us=1.0,
+            step_overhead_ms=1.0,
+            seq_overhead_us=1.0,
+        )
+    )
+    conc = _int(row.get("concurrency_or_batch"))
+    max_b = min(int(ev.max_batch(isl + osl)), ev.max_seqs)
+    if max_b < 1:
+        return Skipped(idx, row, "does not fit in memory in the estimator")
+    if conc is None:
+        kind, b, clients = "offline", max_b, float(max_b)
+    else:  # fixed-length closed loop: lockstep waves of at most max_b running sequences
+        kind, clients = "closed", conc / par.replicas
+        b = min(clients, max_b)
+        if clients > max_b:
+            assumptions.append(f"{clients:g} clients per replica, {max_b} fit: the rest wait")
+    known = {
+        "output_tok_s_total",
+        "output_tok_s_per_gpu",
+        "throughput_tok_s_total",
+        "ttft_ms",
+        "itl_ms",
+        "tpot_ms",
+        "tok_s_per_user",
+    }
+    if metric not in known:
+        return Skipped(idx, row, f"metric '{metric}' not evaluated")
+    if kind == "offline" and metric in ("ttft_ms", "itl_ms", "tpot_ms", "tok_s_per_user"):
+        return Skipped(idx, row, "latency under an offline/server load without its concurrency")
+    case = Case(
+        idx,
+        row,
+        efficiency_key(gpu),
+        source_key(row.get("source", "")),
+        kind,
+        metric,
+        measured,
+        b,
+        isl,
+        osl,
+        par.replicas,
+        n,
+        clients,
+        fit=not any(f in notes for f in FIT_EXCLUDE_FLAGS),
+        assumptions=assumptions,
+    )
+    ctx = isl + osl / 2
+    case.dec = _decompose(ev, ev1, lambda e: e.decode_step(b, ctx))
+    case.pre = _decompose(ev, ev1, lambda e: e.prefill(1, isl))
+    return case
+
+
+def load_rows(paths: list[Path]) -> list[dict]:
+    rows = []
+    for p in paths:
+        with open(p, newline="") as f:
+            r = csv.DictReader(f)
+            missing = [
+                c for c in ("model", "gpu", "metric", "value") if c not in (r.fieldnames or [])
+            ]
+            if missing:
+                raise EstimatorError(f"{p}: missing columns {', '.join(missing)}")
+            for row in r:
+                row["_file"] = str(p)
+                rows.append(row)
+    return rows

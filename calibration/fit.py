@@ -1,0 +1,338 @@
+"""Fitting the efficiency factors: a prediction under any factors is closed-form arithmetic
+over all cases, so fitting and cross-validating are fast, and it is the same physics as
+``estimate``:
+
+    step = max(memory_raw / memory_eff, compute_raw / compute_eff) + comm_raw
+           + collectives × collective_base + layers × layer_overhead + step_overhead
+
+The serving formulas on top (closed loop, saturated throughput) are those of
+:mod:`calibration.bench_shapes`. :func:`write_calibration` writes the one file the estimator
+reads its factors from."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from estimator.efficiency import efficiency_for
+from estimator.files import atomic_write_text
+
+from . import display_name
+from .bench_shapes import lockstep, saturated_tokens_per_s
+from .cases import Case, Parts, load_rows, prepare
+
+# ---- the parameter vector ---------------------------------------------------------------
+GLOBAL = ("collective_base_us", "layer_overhead_us", "step_overhead_ms", "seq_overhead_us")
+
+
+@dataclass
+class Params:
+    families: dict[str, tuple[float, float]]  # family -> (memory, compute)
+    collective_base_us: float
+    layer_overhead_us: float
+    step_overhead_ms: float
+    seq_overhead_us: float
+
+    def eff(self, family: str) -> tuple[float, float]:
+        return self.families.get(family, self.families.get("default", (0.8, 0.6)))
+
+
+def current_params(families: list[str]) -> Params:
+    fams = {}
+    for f in [*families, "default"]:
+        e = efficiency_for(f if f != "default" else "__none__")
+        fams[f] = (e.memory, e.compute)
+    e = efficiency_for("__none__")
+    return Params(
+        fams, e.collective_base_us, e.layer_overhead_us, e.step_overhead_ms, e.seq_overhead_us
+    )
+
+
+class Batch:
+    """All cases as arrays, for fast prediction under any parameters."""
+
+    def __init__(self, cases: list[Case]):
+        self.cases = cases
+        self.dec = Parts.stack([c.dec for c in cases])
+        self.pre = Parts.stack([c.pre for c in cases])
+        self.b = np.array([c.batch for c in cases])
+        self.clients = np.array([c.clients for c in cases])
+        self.osl = np.array([c.osl for c in cases], float)
+        self.isl = np.array([c.isl for c in cases], float)
+        self.rep = np.array([c.replicas for c in cases], float)
+        self.ngpu = np.array([c.n_gpus for c in cases], float)
+        self.measured = np.array([c.measured for c in cases])
+        self.family = np.array([c.family for c in cases])
+        self.kind = np.array([c.kind for c in cases])
+        self.metric = np.array([c.metric for c in cases])
+
+    def predict(self, p: Params) -> np.ndarray:
+        me = np.array([p.eff(f)[0] for f in self.family])
+        ce = np.array([p.eff(f)[1] for f in self.family])
+        k = (
+            p.collective_base_us * 1e-6,
+            p.layer_overhead_us * 1e-6,
+            p.step_overhead_ms * 1e-3,
+            p.seq_overhead_us * 1e-6,
+        )
+        t_dec = self.dec.time(me, ce, *k)
+        s = self.pre.compute / ce + self.pre.comm + self.pre.collectives * k[0]
+        s_alone = self.pre.time(me, ce, *k)
+        out = np.empty(len(self.cases))
+        for i in range(len(self.cases)):
+            osl = int(self.osl[i])
+            if self.kind[i] == "offline":
+                tok = self.rep[i] * saturated_tokens_per_s(t_dec[i], s[i], self.b[i], osl)
+                tpot = ttft = float("nan")
+            else:
+                lt = lockstep(t_dec[i], s[i], s_alone[i], self.clients[i], osl, self.b[i])
+                tok = self.rep[i] * float(lt.output_tokens_per_s)
+                tpot, ttft = float(lt.tpot_s), float(lt.ttft_mean_s)
+            m = self.metric[i]
+            out[i] = {
+                "output_tok_s_total": tok,
+                "output_tok_s_per_gpu": tok / self.ngpu[i],
+                "throughput_tok_s_total": tok * (self.isl[i] + osl) / osl,
+                "ttft_ms": ttft * 1e3,
+                "itl_ms": tpot * 1e3,
+                "tpot_ms": tpot * 1e3,
+                "tok_s_per_user": 1.0 / tpot if tpot == tpot else float("nan"),
+            }[m]
+        return out
+
+
+def error_pct(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    return 100.0 * (pred - meas) / meas
+
+
+def metric_class(metric: str) -> str:
+    return "latency" if metric in ("ttft_ms", "itl_ms", "tpot_ms") else "throughput"
+
+
+# ---- fitting ------------------------------------------------------------------------------
+MIN_ROWS_PER_FAMILY = 15
+
+
+def fit(cases: list[Case]) -> tuple[Params, dict]:
+    """Least squares on log(predicted/measured) over the fit-eligible cases, with bounds
+    that keep every factor physical (efficiencies in (0, 1], overheads >= 0)."""
+    from scipy.optimize import least_squares
+
+    use = [c for c in cases if c.fit]
+    batch = Batch(use)
+    counts: dict[str, int] = {}
+    for c in use:
+        counts[c.family] = counts.get(c.family, 0) + 1
+    fams = sorted(f for f, n in counts.items() if n >= MIN_ROWS_PER_FAMILY)
+    # The defaults (for families without enough data) are fitted only on rows of such
+    # families; when there are none they become the row-weighted mean of the fitted families.
+    own_default = any(counts[f] for f in counts if f not in fams)
+    nd = 2 if own_default else 0
+
+    def unpack(x: np.ndarray) -> Params:
+        d = {}
+        for i, f in enumerate(fams):
+            d[f] = (x[nd + 2 * i], x[nd + 1 + 2 * i])
+        if own_default:
+            d["default"] = (x[0], x[1])
+        else:
+            w = np.array([counts[f] for f in fams], float)
+            d["default"] = tuple(
+                float(np.average([d[f][k] for f in fams], weights=w)) for k in (0, 1)
+            )
+        k = nd + 2 * len(fams)
+        return Params(d, x[k], x[k + 1], x[k + 2], x[k + 3])
+
+    x0 = [0.8, 0.6] * (len(fams) + nd // 2) + [6.6, 4.0, 1.0, 2.0]
+    lo = [0.2, 0.1] * (len(fams) + nd // 2) + [0.0, 0.0, 0.0, 0.0]
+    hi = [1.0, 1.0] * (len(fams) + nd // 2) + [50.0, 200.0, 20.0, 50.0]
+
+    def resid(x):
+        r = np.log(batch.predict(unpack(x)) / batch.measured)
+        return np.nan_to_num(r, nan=3.0, posinf=3.0, neginf=-3.0)
+
+    res = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.2, x_scale="jac")
+    p = unpack(res.x)
+    names = [
+        f"{f}.{k}"
+        for f in (["default"] if own_default else []) + fams
+        for k in ("memory", "compute")
+    ] + list(GLOBAL)
+    at_bound = [
+        n for n, x, a, b in zip(names, res.x, lo, hi, strict=True) if x <= a + 1e-6 or x >= b - 1e-6
+    ]
+    info = {
+        "at_bounds": at_bound,
+        "rows": len(use),
+        "families_fitted": fams,
+        "rows_per_family": counts,
+        "cost": float(res.cost),
+        "success": bool(res.success),
+    }
+    return p, info
+
+
+def summarise(cases: list[Case], pred: np.ndarray) -> dict:
+    """Median and p90 absolute % error and signed bias (median), by metric class, GPU family
+    and source."""
+    err = error_pct(pred, np.array([c.measured for c in cases]))
+
+    def stats(mask):
+        e = err[mask]
+        e = e[np.isfinite(e)]
+        if not len(e):
+            return None
+        return {
+            "n": int(len(e)),
+            "median_abs_pct": float(np.median(np.abs(e))),
+            "p90_abs_pct": float(np.percentile(np.abs(e), 90)),
+            "bias_pct": float(np.median(e)),
+        }
+
+    out: dict[str, Any] = {"all": stats(np.ones(len(cases), bool))}
+    for key, fn in (
+        ("metric", lambda c: metric_class(c.metric)),
+        ("family", lambda c: c.family),
+        ("source", lambda c: c.source_key),
+    ):
+        groups = sorted({fn(c) for c in cases})
+        out[key] = {g: stats(np.array([fn(c) == g for c in cases])) for g in groups}
+    return out
+
+
+def cross_validate(cases: list[Case]) -> np.ndarray:
+    """Leave-one-source-out: each source predicted by factors fitted on the others."""
+    pred = np.full(len(cases), np.nan)
+    sources = sorted({c.source_key for c in cases})
+    for s in sources:
+        train = [c for c in cases if c.source_key != s]
+        test_idx = [i for i, c in enumerate(cases) if c.source_key == s]
+        if not any(c.fit for c in train):
+            continue
+        p, _ = fit(train)
+        pred[test_idx] = Batch([cases[i] for i in test_idx]).predict(p)
+    return pred
+
+
+def finite(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else x
+
+
+def write_calibration(paths: list[Path], date: str, target: Path | None = None) -> dict:
+    """Fit on every shipped/given row, cross-validate by source, and write the one file the
+    estimator reads its efficiency factors from."""
+    import hashlib
+
+    import yaml
+
+    rows = load_rows(paths)
+    cases = [c for c in (prepare(i, r) for i, r in enumerate(rows)) if isinstance(c, Case)]
+    params, info = fit(cases)
+    pred = Batch(cases).predict(params)
+    cv = cross_validate(cases)
+    ins, cvs = summarise(cases, pred), summarise(cases, cv)
+
+    def r4(x):
+        return round(float(x), 4)
+
+    fams = {
+        f: {"memory": r4(m), "compute": r4(c)}
+        for f, (m, c) in params.families.items()
+        if f != "default"
+    }
+    dm, dc = params.families["default"]
+    doc = {
+        "status": "fitted",
+        "fitted_on": date,
+        "command": "planner calibrate --write",
+        "inputs": [
+            {
+                "file": display_name(p),
+                "sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16],
+            }
+            for p in paths
+        ],
+        "rows_evaluated": len(cases),
+        "rows_in_fit": info["rows"],
+        # factors pinned at a bound are not identified by the data (or absorb missing physics)
+        "at_bounds": info["at_bounds"],
+        "defaults": {
+            "memory": r4(dm),
+            "compute": r4(dc),
+            "comm_latency_scale": 1.0,
+            "collective_base_us": r4(params.collective_base_us),
+            "layer_overhead_us": r4(params.layer_overhead_us),
+            "step_overhead_ms": r4(params.step_overhead_ms),
+            "seq_overhead_us": r4(params.seq_overhead_us),
+        },
+        "families": fams,
+        "links": {"nic_latency_us": 8.0},
+        "error": {
+            "in_sample": {k: _slim(ins["metric"].get(k)) for k in ("throughput", "latency")},
+            "leave_one_source_out": {
+                k: _slim(cvs["metric"].get(k)) for k in ("throughput", "latency")
+            },
+        },
+    }
+    target = target or Path(str(resources.files("estimator") / "calibration.yaml"))
+    header = (
+        "# Efficiency factors: the achieved share of datasheet peaks. The ONE place they live.\n"
+        "# Written by `planner calibrate --write` (calibration/fit.py): a bounded, robust\n"
+        "# least-squares fit of log(predicted/measured) over the published measurements in the\n"
+        "# inputs below; families with fewer than 15 rows use the defaults. Do not edit by hand:\n"
+        "# change the physics or the data and refit.\n"
+        "# memory/compute: achieved share of peak HBM bandwidth / dense FLOPS.\n"
+        "# collective_base_us: fixed start-up latency per collective; layer_overhead_us: fixed\n"
+        "# cost per layer per step (kernel launches and gaps); step_overhead_ms: per engine step;\n"
+        "# seq_overhead_us: host work per running sequence per step (sampling, scheduling).\n"
+        "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
+    )
+    text = header + yaml.safe_dump(doc, sort_keys=False)
+    atomic_write_text(target, text)
+    from estimator.efficiency import calibration
+
+    calibration.cache_clear()
+    return doc
+
+
+def _slim(s: dict | None) -> dict | None:
+    if not s:
+        return None
+    return {
+        "n": s["n"],
+        "median_abs_pct": round(s["median_abs_pct"], 2),
+        "p90_abs_pct": round(s["p90_abs_pct"], 2),
+        "bias_pct": round(s["bias_pct"], 2),
+    }
+
+
+def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:
+    """Fit the efficiency factors (``planner calibrate``); ``write``: also write them to the
+    estimator's calibration file, with the errors in and out of sample."""
+    import datetime
+
+    from . import shipped_files
+
+    paths = [Path(f) for f in files] if files else shipped_files()
+    if write:
+        doc = write_calibration(paths, datetime.date.today().isoformat())
+        return {k: doc[k] for k in ("defaults", "families", "error", "rows_in_fit")}
+    cases = [
+        c for c in (prepare(i, r) for i, r in enumerate(load_rows(paths))) if isinstance(c, Case)
+    ]
+    params, info = fit(cases)
+    return {
+        "params": {
+            "families": {k: list(map(float, x)) for k, x in params.families.items()},
+            "collective_base_us": float(params.collective_base_us),
+            "layer_overhead_us": float(params.layer_overhead_us),
+            "step_overhead_ms": float(params.step_overhead_ms),
+            "seq_overhead_us": float(params.seq_overhead_us),
+        },
+        "fit": info,
+    }

@@ -1,0 +1,160 @@
+"""TTFT and speed as users grow (``planner curve``): the load curve of one configuration, its
+knee, where memory runs out, and an operating point. Users share the replicas evenly."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .catalog import get_gpu
+from .errors import EstimatorError
+from .llm import Evaluator, parallel_for
+from .load import (
+    ServingOptions,
+    knee,
+    load_curve,
+    max_users_fit,
+    parse_disaggregation,
+    prepare_steps,
+)
+from .resolve import get_model
+
+DENSE_UP_TO = 64  # every user count up to here; beyond, 48 geometric points
+
+
+@dataclass
+class CurveResult:
+    model: str
+    gpu: str
+    parallel: dict
+    weights: str
+    kv: str
+    engine: str
+    input_tokens: int
+    output_tokens: int
+    options: dict
+    kv_slots_per_replica: int
+    points: list[dict]
+    knee_users: int
+    max_users_fit: int
+    operating_point: dict
+    targets: dict
+    disaggregated: dict | None
+    labels: dict = field(default_factory=dict)  # display names for tables
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("labels")
+        return d
+
+
+def _user_counts(users: list[int] | None, users_max: int | None, default_max: int) -> list[int]:
+    if users is not None:
+        out = sorted({int(x) for x in users})
+        if not out or out[0] < 1:
+            raise EstimatorError("--users must be positive integers")
+        return out
+    hi = users_max or default_max
+    if hi <= DENSE_UP_TO:
+        return list(range(1, hi + 1))
+    return sorted({int(x) for x in np.round(np.geomspace(1, hi, 48))})
+
+
+def curve(
+    model: str,
+    gpu: str,
+    gpus: int = 1,
+    *,
+    tp: int | None = None,
+    pp: int | None = None,
+    ep: int | None = None,
+    attention_dp: bool = False,
+    weights: str = "bf16",
+    kv: str = "bf16",
+    engine: str = "vllm",
+    input_tokens: int = 1024,
+    output_tokens: int = 256,
+    users: list[int] | None = None,
+    users_max: int | None = None,
+    at: int | None = None,
+    ttft_s: float | None = None,
+    tokens_per_s: float | None = None,
+    percentile: float = 90.0,
+    serving: ServingOptions | None = None,
+    disaggregate: str | tuple[int, int] | None = None,
+    presets: tuple[str, ...] = (),
+) -> CurveResult:
+    """The curve over ``users`` (default: every count up to past the memory limit), the knee
+    (most users within the targets, or before latency turns sharply upward), the most users
+    that fit in memory and the operating point ``at`` (default: the knee)."""
+    lm = get_model(model, presets)
+    acc = get_gpu(gpu, presets)
+    par = parallel_for(gpus, tp, pp, ep, attention_dp)
+    opts = serving or ServingOptions()
+    ev = Evaluator(lm, acc, par, weights, kv, engine)
+    st = prepare_steps(ev, input_tokens, output_tokens, opts)
+    reps = par.replicas
+    if st.slots < 1:
+        raise EstimatorError(
+            f"{lm.name} does not fit on {par.gpus_per_replica} x {acc.name} with one "
+            f"{input_tokens + output_tokens}-token sequence (try `planner estimate` for the "
+            "memory box)"
+        )
+    u = np.array(_user_counts(users, users_max, max(8, 2 * st.slots * reps)), float)
+    split = parse_disaggregation(disaggregate) if isinstance(disaggregate, str) else disaggregate
+
+    def at_pct(x, pct):
+        return load_curve(ev, st, opts.think_time_s, pct, split)(x)
+
+    lp = at_pct(u / reps, percentile)
+    lp.users = u  # report whole-deployment users
+    k = knee(lp, ttft_s, tokens_per_s)
+    op_users = at or k or int(u[0])
+    op = at_pct([op_users / reps], percentile)
+    pct_key = f"ttft_p{percentile:g}_s"
+    points = [
+        {
+            "users": int(u[i]),
+            "ttft_s": float(lp.ttft_s[i]),
+            "ttft_p90_s": float(lp.ttft_pct_s[i]) if percentile == 90 else None,
+            pct_key: float(lp.ttft_pct_s[i]),
+            "per_user_tokens_per_s": float(lp.per_user_tokens_per_s[i]),
+            "output_tokens_per_s": float(lp.output_tokens_per_s[i] * reps),
+            "memory_gb": float(lp.memory_gb[i]),
+            "fits": bool(lp.fits[i]),
+        }
+        for i in range(len(u))
+    ]
+    if percentile != 90:
+        for pt, v in zip(points, at_pct(u / reps, 90.0).ttft_pct_s, strict=True):
+            pt["ttft_p90_s"] = float(v)
+    return CurveResult(
+        model=lm.name,
+        gpu=acc.name,
+        parallel=par.model_dump(),
+        weights=weights,
+        kv=kv,
+        engine=engine,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        options=opts.model_dump(),
+        kv_slots_per_replica=st.slots,
+        points=points,
+        knee_users=k,
+        max_users_fit=max_users_fit(lp),
+        operating_point={
+            "users": op_users,
+            "ttft_s": float(op.ttft_s[0]),
+            "ttft_pct_s": float(op.ttft_pct_s[0]),
+            "per_user_tokens_per_s": float(op.per_user_tokens_per_s[0]),
+            "output_tokens_per_s": float(op.output_tokens_per_s[0] * reps),
+            "memory_gb": float(op.memory_gb[0]),
+            "fits": bool(op.fits[0]),
+        },
+        targets={"ttft_s": ttft_s, "tokens_per_s": tokens_per_s, "percentile": percentile},
+        disaggregated={"prefill_replicas": split[0], "decode_replicas": split[1]}
+        if split
+        else None,
+        labels={"model": lm.display_name or lm.name, "gpu": acc.display_name},
+    )

@@ -1,0 +1,129 @@
+"""Plan assembly: a solver solution -> the plan a buyer reads (replicas per workload with
+their speed at the load they will carry, GPUs by type, cost, power, $/M tokens)."""
+
+from __future__ import annotations
+
+import math
+
+from .capacity import operating_point
+from .kinds import KINDS
+from .optimize import Solution
+from .options import SearchSpace, _Option
+from .results import Assignment, Plan
+from .workloads import LLMWorkload
+
+SECONDS_PER_YEAR = 365 * 86400
+
+
+def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
+    """The plan a solution describes: assignments with their operating points, GPUs by
+    type, cost, power and cost per million output tokens."""
+    by_w: dict[str, list[tuple[_Option, int]]] = {}
+    for i, n in sorted(sol.replicas.items()):
+        by_w.setdefault(options[i].opt.workload, []).append((options[i], n))
+    assignments = []
+    for w in space.sc.workloads:
+        rows = by_w.get(w.name, [])
+        served = sum(o.cap.units * n for o, n in rows)
+        need = space.demands[w.name].required
+        if not KINDS[w.kind].language_model:
+            assignments += _family_assignments(space, w, rows, served, need)
+            continue
+        for o, n in rows:
+            share = o.cap.units * n / served
+            load = max(1, math.ceil(need * share / n))  # spread in proportion to capacity
+            op = _operating_point(space, o, w, min(load, o.cap.units))
+            p = o.cand.parallel
+            cycle = w.think_time_s + op.ttft_mean_s + (w.output_tokens - 1) / op.tokens_per_s
+            active_sessions = w.users * w.hours_per_person / 24.0 * share
+            tokens_year = active_sessions * w.output_tokens / cycle * SECONDS_PER_YEAR
+            assignments.append(
+                Assignment(
+                    workload=w.name,
+                    model=space.models[w.name].name,
+                    gpu=o.cand.gpu.name,
+                    vendor=o.cand.gpu.vendor,
+                    gpus_per_replica=o.opt.gpus,
+                    tp=p.tp,
+                    pp=p.pp,
+                    ep=p.ep,
+                    attention_dp=p.attention_dp,
+                    replicas=n,
+                    seats_needed=need,
+                    seats_served=o.cap.units * n,
+                    seats_per_replica=o.cap.units,
+                    load_per_replica=load,
+                    ttft_s=op.ttft_s,
+                    ttft_target_s=w.ttft_s,
+                    ttft_percentile=w.ttft_percentile,
+                    tokens_per_s=op.tokens_per_s,
+                    tokens_per_s_target=w.tokens_per_s,
+                    ttft_headroom_pct=(100 * (w.ttft_s / op.ttft_s - 1)) if w.ttft_s else None,
+                    tokens_per_s_headroom_pct=(100 * (op.tokens_per_s / w.tokens_per_s - 1))
+                    if w.tokens_per_s
+                    else None,
+                    seats_headroom_pct=100 * (served / need - 1),
+                    prefill_replicas=o.split[0] if o.split else None,
+                    decode_replicas=o.split[1] if o.split else None,
+                    binding=o.cap.binding,
+                    bottleneck=op.bottleneck,
+                    output_tokens_per_year=tokens_year,
+                )
+            )
+    by_type: dict[str, int] = {}
+    for a in assignments:
+        by_type[a.gpu] = by_type.get(a.gpu, 0) + a.gpus
+    by_type = dict(sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0])))
+    per_year = sum(space.costs[g].per_year * n for g, n in by_type.items())
+    capex = sum(space.costs[g].capex * n for g, n in by_type.items())
+    power = sum(space.costs[g].power_kw * n for g, n in by_type.items())
+    tokens = sum(a.output_tokens_per_year for a in assignments)
+    return Plan(
+        assignments,
+        sum(by_type.values()),
+        by_type,
+        cost_usd=per_year * space.sc.cost.years,
+        cost_per_year_usd=per_year,
+        capex_usd=capex,
+        power_kw=power,
+        usd_per_million_tokens=per_year / (tokens / 1e6) if tokens else None,
+        optimal=sol.optimal,
+    )
+
+
+def _family_assignments(space: SearchSpace, w, rows, served: int, need: int) -> list[Assignment]:
+    d = space.demands[w.name]
+    out = []
+    for o, n in rows:
+        p = o.cand.parallel
+        out.append(
+            Assignment(
+                workload=w.name,
+                model=space.family_models[w.name].name,
+                gpu=o.cand.gpu.name,
+                vendor=o.cand.gpu.vendor,
+                gpus_per_replica=o.opt.gpus,
+                tp=p.tp,
+                pp=p.pp,
+                ep=p.ep,
+                attention_dp=False,
+                replicas=n,
+                seats_needed=need / d.scale,
+                seats_served=o.cap.units * n / d.scale,
+                seats_per_replica=o.cap.units / d.scale,
+                load_per_replica=math.ceil(need * (o.cap.units * n / served) / n) / d.scale,
+                seats_headroom_pct=100 * (served / need - 1),
+                binding=o.cap.binding,
+                unit=d.unit,
+                metrics=dict(o.family.metrics) if o.family else {},
+            )
+        )
+    return out
+
+
+def _operating_point(space: SearchSpace, o: _Option, w: LLMWorkload, sessions: int):
+    """Metrics at a load, cached: alternatives and per-GPU plans revisit the same points."""
+    key = (o.opt.key, w.name, sessions)
+    if key not in space._op_cache:
+        space._op_cache[key] = operating_point(o.ev, w, sessions, o.split)
+    return space._op_cache[key]

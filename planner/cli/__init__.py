@@ -1,0 +1,45 @@
+"""`planner` command line: thin commands over functions a notebook user can call too. Each
+command parses its options, makes one call into the library and one into a renderer.
+
+Exit codes: 0 success, 1 no feasible configuration, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .catalog import gpus_group, models_group
+from .estimate import curve_cmd, estimate_cmd
+from .plans import compare_cmd, solve_cmd, sweep_cmd
+from .validation import calibrate_cmd, validate_cmd
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--presets",
+    "presets",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Extra folder of preset YAML (gpus/, models/); overrides shipped entries.",
+)
+@click.version_option(package_name="planner")
+@click.pass_context
+def main(ctx: click.Context, presets: tuple[str, ...]) -> None:
+    """Size GPU fleets for AI model serving."""
+    ctx.obj = {"presets": presets}
+
+
+for _cmd in (
+    solve_cmd,
+    compare_cmd,
+    sweep_cmd,
+    estimate_cmd,
+    curve_cmd,
+    models_group,
+    gpus_group,
+    validate_cmd,
+    calibrate_cmd,
+):
+    main.add_command(_cmd)
+
+__all__ = ["main"]

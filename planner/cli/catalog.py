@@ -1,0 +1,69 @@
+"""``planner models list|show`` and ``planner gpus list|show``."""
+
+from __future__ import annotations
+
+import click
+
+from estimator import get_gpu, gpu_catalog
+from estimator.describe import describe_model, list_models
+from estimator.formats import KV_FORMATS
+
+from ..render.catalog import gpu_text, gpus_table, model_text, models_table
+from .common import dump, friendly_errors, presets_of
+
+LIST_FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+
+
+@click.group("models")
+def models_group():
+    """List and inspect model presets."""
+
+
+@models_group.command("list")
+@LIST_FORMAT
+@click.pass_context
+@friendly_errors
+def models_list(ctx, fmt):
+    """Every model preset with its derived size."""
+    rows = list_models(presets_of(ctx))
+    click.echo(dump(rows) if fmt == "json" else models_table(rows))
+
+
+@models_group.command("show")
+@click.argument("name")
+@click.option("--kv", type=click.Choice(list(KV_FORMATS), case_sensitive=False), default="bf16")
+@LIST_FORMAT
+@click.pass_context
+@friendly_errors
+def models_show(ctx, name, kv, fmt):
+    """One model: derived parameters, KV bytes per token, layer make-up, source.
+    NAME may also be a path to a local config.json."""
+    info = describe_model(name, kv, presets_of(ctx))
+    click.echo(dump(info) if fmt == "json" else model_text(info))
+
+
+@click.group("gpus")
+def gpus_group():
+    """List and inspect accelerator presets."""
+
+
+@gpus_group.command("list")
+@LIST_FORMAT
+@click.pass_context
+@friendly_errors
+def gpus_list(ctx, fmt):
+    """Every accelerator preset."""
+    cat = gpu_catalog(presets_of(ctx))
+    gpus = [cat.items[n] for n in cat.names()]
+    click.echo(dump([g.model_dump() for g in gpus]) if fmt == "json" else gpus_table(gpus))
+
+
+@gpus_group.command("show")
+@click.argument("name")
+@LIST_FORMAT
+@click.pass_context
+@friendly_errors
+def gpus_show(ctx, name, fmt):
+    """One accelerator with every value and its source."""
+    d = get_gpu(name, presets_of(ctx)).model_dump()
+    click.echo(dump(d) if fmt == "json" else gpu_text(d))

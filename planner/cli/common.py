@@ -1,0 +1,264 @@
+"""What every command shares: clean errors and exit codes, the preset folders, JSON output,
+and the option groups (one configuration, serving features, family workloads)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Any
+
+import click
+
+from estimator import EstimatorError
+from estimator.engines import ENGINES
+from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
+
+EXIT_INFEASIBLE, EXIT_BAD_INPUT = 1, 2
+
+
+def friendly_errors(fn):
+    """Bad input becomes one clear line on stderr and exit code 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except EstimatorError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+
+    return wrapper
+
+
+def presets_of(ctx: click.Context) -> tuple[str, ...]:
+    return tuple(ctx.find_root().obj.get("presets", ()))
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=False, default=float)
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the user set an option (rather than leaving its default)."""
+    return ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+
+
+def _apply(opts: list):
+    def deco(fn):
+        for opt in reversed(opts):
+            fn = opt(fn)
+        return fn
+
+    return deco
+
+
+_REPLICA_OPTIONS = [
+    click.option(
+        "--model", "model_name", help="Model preset name or alias (see `planner models list`)."
+    ),
+    click.option(
+        "--model-config", type=click.Path(), help="Path to a local Hugging Face config.json."
+    ),
+    click.option(
+        "--gpu", "gpu_name", required=True, help="Accelerator preset (see `planner gpus list`)."
+    ),
+    click.option(
+        "--gpus",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="GPUs in total; more than TP×PP runs data-parallel replicas.",
+    ),
+    click.option("--tp", type=click.IntRange(min=1), help="Tensor parallel (default: GPUs ÷ PP)."),
+    click.option("--pp", type=click.IntRange(min=1), help="Pipeline parallel (default 1)."),
+    click.option(
+        "--ep", type=click.IntRange(min=1), help="Expert parallel, divides TP (default 1)."
+    ),
+    click.option(
+        "--attention-dp", is_flag=True, help="Run attention data-parallel across the TP group."
+    ),
+    click.option(
+        "--weights",
+        type=click.Choice(list(WEIGHT_FORMATS), case_sensitive=False),
+        default="bf16",
+        show_default=True,
+    ),
+    click.option(
+        "--kv",
+        type=click.Choice(list(KV_FORMATS), case_sensitive=False),
+        default="bf16",
+        show_default=True,
+    ),
+    click.option(
+        "--engine",
+        type=click.Choice(list(ENGINES)),
+        default="vllm",
+        show_default=True,
+        help="Memory policy of the serving engine.",
+    ),
+]
+
+
+_SERVING_OPTIONS = [
+    click.option(
+        "--disaggregate",
+        help="P:D - serve with P prefill-only and D decode-only "
+        "copies of the replica (users are per P+D unit).",
+    ),
+    click.option(
+        "--think-time",
+        type=click.FloatRange(min=0),
+        default=0.0,
+        show_default=True,
+        help="Mean seconds a user pauses between an answer and the next prompt.",
+    ),
+    click.option(
+        "--prefix-hit-rate",
+        type=click.FloatRange(0, 1, max_open=True),
+        default=0.0,
+        show_default=True,
+        help="Share of prompt tokens served from the prefix cache.",
+    ),
+    click.option(
+        "--chunk-tokens",
+        type=click.IntRange(min=16),
+        help="Chunked-prefill tokens per iteration (default: the engine's).",
+    ),
+    click.option(
+        "--spec-tokens",
+        type=click.IntRange(1, 16),
+        help="Speculative decoding: tokens proposed per step (off if not given).",
+    ),
+    click.option(
+        "--spec-acceptance",
+        type=click.FloatRange(0, 1),
+        default=0.7,
+        show_default=True,
+        help="Speculative decoding: chance each proposed token is accepted.",
+    ),
+    click.option(
+        "--spec-method", type=click.Choice(["draft", "ngram"]), default="draft", show_default=True
+    ),
+    click.option(
+        "--spec-draft-cost",
+        type=click.FloatRange(0, 1),
+        help="One draft token's time as a share of a target step (default: draft 0.1, ngram 0).",
+    ),
+]
+
+
+_FAMILY_OPTIONS = [
+    click.option(
+        "--audio-seconds",
+        type=click.FloatRange(min=0, min_open=True),
+        default=30.0,
+        show_default=True,
+        help="Speech: audio per request.",
+    ),
+    click.option(
+        "--beam",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Speech: beam width.",
+    ),
+    click.option("--frames", type=click.IntRange(min=1), help="Video/JEPA: frames per clip."),
+    click.option("--resolution", help="Image/video: WxH (default: the model's)."),
+    click.option(
+        "--horizon",
+        type=click.IntRange(min=0),
+        default=0,
+        help="JEPA-AC: planning horizon (steps).",
+    ),
+    click.option(
+        "--samples",
+        type=click.IntRange(min=0),
+        default=0,
+        help="JEPA-AC: candidate action sequences per planning step.",
+    ),
+    click.option(
+        "--images",
+        type=click.IntRange(min=0),
+        default=1,
+        show_default=True,
+        help="Vision-language: images per request.",
+    ),
+    click.option(
+        "--image-resolution", help="Vision-language: WxH of each image (default 1024x1024)."
+    ),
+    click.option(
+        "--steps",
+        type=click.IntRange(min=1),
+        help="Diffusion: denoising steps (default: the model card's).",
+    ),
+    click.option(
+        "--guidance/--no-guidance",
+        default=None,
+        help="Diffusion: classifier-free guidance (doubles the denoiser batch).",
+    ),
+    click.option(
+        "--cameras",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="VLA: camera images per observation.",
+    ),
+    click.option(
+        "--action-horizon",
+        type=click.IntRange(min=1),
+        help="VLA: actions per chunk (default: the model's).",
+    ),
+    click.option(
+        "--flow-steps",
+        type=click.IntRange(min=1),
+        help="VLA: flow-matching denoising steps (default: the model's).",
+    ),
+    click.option(
+        "--control-hz",
+        type=click.FloatRange(min=0, min_open=True),
+        default=50.0,
+        show_default=True,
+        help="VLA: robot control rate.",
+    ),
+]
+
+
+replica_options = _apply(_REPLICA_OPTIONS)  # --model/--gpu/--gpus, split, formats, engine
+serving_options = _apply(_SERVING_OPTIONS)  # think time, prefix cache, chunking, speculation
+family_options = _apply(_FAMILY_OPTIONS)  # the non-LLM families' workload options
+FORMAT = click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+OUT = click.option(
+    "--out", type=click.Path(dir_okay=False), help="Write a ranked CSV (atomically)."
+)
+
+
+def serving_from(
+    think_time,
+    prefix_hit_rate,
+    chunk_tokens,
+    spec_tokens,
+    spec_acceptance,
+    spec_method,
+    spec_draft_cost,
+    disaggregate=None,  # a deployment shape, not an engine option: passed on separately
+):
+    """The serving flags as the estimator's :class:`~estimator.ServingOptions`."""
+    from estimator import ServingOptions, Speculative
+
+    spec = None
+    if spec_tokens:
+        spec = Speculative(
+            method=spec_method,
+            tokens=spec_tokens,
+            acceptance=spec_acceptance,
+            draft_cost=spec_draft_cost,
+        )
+    return ServingOptions(
+        think_time_s=think_time,
+        prefix_hit_rate=prefix_hit_rate,
+        chunk_tokens=chunk_tokens,
+        speculative=spec,
+    )

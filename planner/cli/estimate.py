@@ -1,0 +1,153 @@
+"""``planner estimate`` and ``planner curve``: one configuration, idle and under load."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+import estimator
+from estimator import EstimatorError, FamilyOptions
+from estimator.api import parse_resolution
+
+from ..render.curve import curve_text
+from ..render.estimate import does_not_fit, estimate_text
+from .common import (
+    EXIT_INFEASIBLE,
+    FORMAT,
+    dump,
+    family_options,
+    friendly_errors,
+    given,
+    presets_of,
+    replica_options,
+    serving_from,
+    serving_options,
+)
+
+TOKENS = {"type": click.IntRange(min=1), "show_default": True}
+
+
+def _model(model_name: str | None, model_config: str | None) -> str:
+    if bool(model_name) == bool(model_config):
+        raise EstimatorError("give exactly one of --model NAME or --model-config PATH")
+    return model_config or model_name
+
+
+def _split(kw: dict) -> dict:
+    """The replica options as the estimator's keyword arguments."""
+    return dict(
+        gpus=kw.pop("gpus"),
+        tp=kw.pop("tp"),
+        pp=kw.pop("pp"),
+        ep=kw.pop("ep"),
+        attention_dp=kw.pop("attention_dp"),
+        weights=kw.pop("weights"),
+        kv=kw.pop("kv"),
+        engine=kw.pop("engine"),
+    )
+
+
+def _serving(kw: dict) -> dict:
+    disaggregate = kw.pop("disaggregate")
+    names = ("think_time", "prefix_hit_rate", "chunk_tokens") + tuple(
+        k for k in list(kw) if k.startswith("spec_")
+    )
+    return {"serving": serving_from(**{k: kw.pop(k) for k in names}), "disaggregate": disaggregate}
+
+
+@click.command("estimate")
+@replica_options
+@click.option(
+    "--batch",
+    default="1",
+    show_default=True,
+    help="Concurrent sequences per replica, or 'max' for the largest that fits.",
+)
+@click.option("--input-tokens", default=1024, **TOKENS)
+@click.option("--output-tokens", default=256, **TOKENS)
+@FORMAT
+@serving_options
+@family_options
+@click.pass_context
+@friendly_errors
+def estimate_cmd(ctx, model_name, model_config, gpu_name, batch, fmt, **kw):
+    """Will it fit, and how fast: one model on one GPU type and split.
+
+    The main figures are for a static batch on an idle replica; `under_load` gives the same
+    replica serving `--batch` users in a closed loop (queueing, prefill/decode interference
+    and the serving options)."""
+    split, serving = _split(kw), _serving(kw)
+    res = kw.pop("resolution")
+    images, image_resolution = kw.pop("images"), kw.pop("image_resolution")
+    input_tokens, output_tokens = kw.pop("input_tokens"), kw.pop("output_tokens")
+    family = FamilyOptions(resolution=parse_resolution(res, 0) if res else None, **kw)
+    e = estimator.estimate(
+        _model(model_name, model_config),
+        gpu_name,
+        batch=batch,
+        input_tokens=input_tokens if given(ctx, "input_tokens") else None,
+        output_tokens=output_tokens,
+        images=images,
+        image_resolution=image_resolution,
+        family=family,
+        presets=presets_of(ctx),
+        **split,
+        **serving,
+    )
+    click.echo(dump(e.to_dict()) if fmt == "json" else estimate_text(e))
+    if not e.fits:
+        click.echo(does_not_fit(e), err=True)
+        sys.exit(EXIT_INFEASIBLE)
+
+
+@click.command("curve")
+@replica_options
+@click.option("--input-tokens", default=1024, **TOKENS)
+@click.option("--output-tokens", default=256, **TOKENS)
+@click.option("--users", "users_list", help="Comma-separated user counts, e.g. 1,2,4,8.")
+@click.option(
+    "--users-max",
+    type=click.IntRange(min=1),
+    help="Every user count from 1 to N (default: up to past the memory limit).",
+)
+@click.option(
+    "--at",
+    "at_users",
+    type=click.IntRange(min=1),
+    help="The operating point to report (default: the knee).",
+)
+@click.option("--ttft-s", type=click.FloatRange(min=0, min_open=True), help="TTFT target.")
+@click.option(
+    "--tokens-per-s",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Per-user decode speed target.",
+)
+@click.option("--percentile", type=click.FloatRange(1, 99.9), default=90.0, show_default=True)
+@serving_options
+@FORMAT
+@click.pass_context
+@friendly_errors
+def curve_cmd(ctx, model_name, model_config, gpu_name, users_list, at_users, fmt, **kw):
+    """TTFT and speed as users grow: the curve, the knee, and where memory runs out.
+
+    Users share the replicas evenly (``--gpus`` beyond TP×PP adds replicas)."""
+    users = None
+    if users_list:
+        try:
+            users = [int(x) for x in users_list.split(",") if x.strip()]
+        except ValueError:
+            raise EstimatorError(
+                f"--users must be comma-separated integers, not '{users_list}'"
+            ) from None
+    c = estimator.curve(
+        _model(model_name, model_config),
+        gpu_name,
+        users=users,
+        at=at_users,
+        presets=presets_of(ctx),
+        **_split(kw),
+        **_serving(kw),
+        **kw,
+    )
+    click.echo(dump(c.to_dict()) if fmt == "json" else curve_text(c))

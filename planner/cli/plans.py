@@ -1,0 +1,86 @@
+"""``planner solve``, ``compare`` and ``sweep``: scenarios in, fleets out."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..render.plans import compare_table, result_table, sweep_table
+from ..results import write_csv
+from ..scenario import load_scenario
+from ..solve import compare, plan_scenario
+from ..sweep import parse_sets, sweep
+from .common import EXIT_INFEASIBLE, FORMAT, OUT, dump, friendly_errors, presets_of
+
+SCENARIO = click.argument("scenario_file", type=click.Path())
+
+
+@click.command("solve")
+@SCENARIO
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Plans to rank: the recommendation and the next-best distinct fleets.",
+)
+@FORMAT
+@OUT
+@click.option("--explain", is_flag=True, help="Also list candidates excluded and why.")
+@click.pass_context
+@friendly_errors
+def solve_cmd(ctx, scenario_file, top, fmt, out, explain):
+    """The cheapest feasible fleet for a scenario, and ranked alternatives."""
+    res = plan_scenario(load_scenario(scenario_file), presets_of(ctx), top=top)
+    if fmt == "json":
+        click.echo(dump(res.to_dict(explain)))
+    else:
+        click.echo(result_table(res, top, explain), nl=False)
+    if out:
+        write_csv(res.rows(), out)
+    if not res.feasible:
+        if fmt == "json":
+            click.echo(f"no feasible plan: {res.reason}", err=True)
+        sys.exit(EXIT_INFEASIBLE)
+
+
+@click.command("compare")
+@SCENARIO
+@click.option("--by", type=click.Choice(["vendor", "gpu"]), default="vendor", show_default=True)
+@FORMAT
+@OUT
+@click.pass_context
+@friendly_errors
+def compare_cmd(ctx, scenario_file, by, fmt, out):
+    """The best plan for each vendor or GPU type, side by side."""
+    c = compare(load_scenario(scenario_file), by, presets_of(ctx))
+    click.echo(dump(c.to_dict()) if fmt == "json" else compare_table(c))
+    if out:
+        write_csv(c.rows(), out)
+    if not c.feasible:
+        sys.exit(EXIT_INFEASIBLE)
+
+
+@click.command("sweep")
+@SCENARIO
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    required=True,
+    help="KEY=V1,V2,... (repeatable), e.g. budget.max_usd=2e6,4e6 or "
+    "workloads.chat.users=1000,2000",
+)
+@FORMAT
+@OUT
+@click.pass_context
+@friendly_errors
+def sweep_cmd(ctx, scenario_file, sets, fmt, out):
+    """Rerun the solve for every combination of --set values; one row per combination."""
+    s = sweep(scenario_file, parse_sets(sets), presets_of(ctx))
+    click.echo(dump(s.to_dict()) if fmt == "json" else sweep_table(s))
+    if out:
+        write_csv(s.rows(), out)
+    if not s.feasible:
+        sys.exit(EXIT_INFEASIBLE)

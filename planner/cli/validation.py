@@ -1,0 +1,56 @@
+"""``planner validate`` and ``planner calibrate``: the estimator against published runs."""
+
+from __future__ import annotations
+
+import click
+
+from calibration import fit as calibration_fit
+from calibration.report import validate
+from estimator.files import atomic_write_text
+
+from ..render.validation import validation_text
+from .common import dump, friendly_errors
+
+DATA = click.option(
+    "--data",
+    "data",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="CSV of measurements in the validation columns (default: the shipped set).",
+)
+
+
+@click.command("validate")
+@DATA
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+@click.option("--cv", is_flag=True, help="Also leave-one-source-out cross-validation.")
+@click.option("--report", type=click.Path(dir_okay=False), help="Write the Markdown report here.")
+@friendly_errors
+def validate_cmd(data, fmt, cv, report):
+    """Predict every published measurement and report the error."""
+    v = validate(list(data), cv=cv or bool(report))
+    if fmt == "json":
+        click.echo(dump(v.to_dict()))
+    elif fmt == "csv":
+        import pandas as pd
+
+        click.echo(pd.DataFrame(v.records()).to_csv(index=False), nl=False)
+    else:
+        click.echo(validation_text(v))
+    if report:
+        atomic_write_text(report, v.markdown())
+
+
+@click.command("calibrate")
+@DATA
+@click.option("--write", is_flag=True, help="Write estimator/calibration.yaml.")
+@friendly_errors
+def calibrate_cmd(data, write):
+    """Fit the efficiency factors to the measurements (least squares on log error)."""
+    click.echo(dump(calibration_fit.calibrate(list(data), write)))

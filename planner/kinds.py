@@ -1,0 +1,126 @@
+"""The planner's registry of workload kinds: kind -> its schema, the model families it takes,
+its demand (in its own unit), a replica's capacity in that unit, and the limit a diagnosis
+names when no candidate is fast enough.
+
+Adding a family to the planner: its workload schema (:mod:`planner.workloads`), its demand
+function (:mod:`planner.demand`), and a row here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from estimator.families import FamilyOptions
+from estimator.families.asr import ASR_ENGINE_NOTE
+
+from . import demand
+from .family_capacity import batch_scan, robot_capacity, speech_capacity
+from .workloads import (
+    EmbeddingWorkload,
+    ImageGenerationWorkload,
+    LLMWorkload,
+    RobotPolicyWorkload,
+    SpeechWorkload,
+    VideoGenerationWorkload,
+    WorldModelWorkload,
+)
+
+
+@dataclass(frozen=True)
+class WorkloadKind:
+    schema: type
+    families: tuple[str, ...]  # estimator families whose presets the kind takes
+    demand: Callable[[Any], demand.Demand]
+    capacity: Callable[..., Any] | None = None  # None: the language-model path (seats)
+    limit_key: str | None = None  # the workload's time limit, named when nothing meets it
+    too_slow: str | None = None  # message when nothing keeps up (format keys: w, label, s)
+    note: str | None = None  # said once in every plan with this kind
+
+    @property
+    def language_model(self) -> bool:
+        return self.capacity is None
+
+
+def _square(side: int | None) -> tuple[int, int] | None:
+    return (side, side) if side else None
+
+
+KINDS: dict[str, WorkloadKind] = {
+    "llm": WorkloadKind(LLMWorkload, ("llm", "vlm"), demand.llm_seats),
+    "embedding": WorkloadKind(
+        EmbeddingWorkload,
+        ("encoder", "reranker"),
+        demand.embedding_rate,
+        batch_scan(
+            lambda w, m: FamilyOptions(input_tokens=w.input_tokens),
+            "docs_per_s",
+            "max_batch_latency_s",
+        ),
+        "max_batch_latency_s",
+    ),
+    "speech": WorkloadKind(
+        SpeechWorkload,
+        ("asr",),
+        demand.speech_streams,
+        speech_capacity,
+        "max_rtf",
+        note=ASR_ENGINE_NOTE,
+    ),
+    "world_model": WorkloadKind(
+        WorldModelWorkload,
+        ("jepa",),
+        demand.clip_rate,
+        batch_scan(
+            lambda w, m: FamilyOptions(frames=w.frames, resolution=_square(w.resolution)),
+            "clips_per_s",
+            "max_latency_s",
+        ),
+        "max_latency_s",
+    ),
+    "image_generation": WorkloadKind(
+        ImageGenerationWorkload,
+        ("diffusion_image", "var"),
+        demand.image_rate,
+        batch_scan(
+            lambda w, m: FamilyOptions(
+                resolution=_square(w.resolution), steps=w.steps, guidance=w.guidance
+            ),
+            "images_per_s",
+            "max_s_per_image",
+        ),
+        "max_s_per_image",
+    ),
+    "video_generation": WorkloadKind(
+        VideoGenerationWorkload,
+        ("diffusion_video",),
+        demand.video_rate,
+        batch_scan(
+            lambda w, m: FamilyOptions(frames=w.frames, steps=w.steps, guidance=w.guidance),
+            "videos_per_hour",
+            "max_latency_s",
+        ),
+        "max_latency_s",
+    ),
+    "robot_policy": WorkloadKind(
+        RobotPolicyWorkload,
+        ("vla",),
+        demand.robots,
+        robot_capacity,
+        too_slow=(
+            "no candidate keeps up with control_hz {w.control_hz:g}: the fastest, {label}, "
+            "takes {ms:.3g} ms per action chunk; lower control_hz, execute more steps per "
+            "chunk, or use fewer flow steps"
+        ),
+    ),
+}
+
+
+def demand_of(w: Any) -> demand.Demand:
+    return KINDS[w.kind].demand(w)
+
+
+def family_capacity(model: Any, w: Any, gpu: Any, par: Any) -> Any:
+    """A replica's capacity for a non-LLM workload, in its kind's unit."""
+    return KINDS[w.kind].capacity(model, w, gpu, par)

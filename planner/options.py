@@ -1,0 +1,260 @@
+"""The search space of one scenario: which models, which GPU types at what cost, and every
+candidate replica (GPU type x size x split, or a disaggregated unit) with its capacity under
+load, as options for the optimiser. Options dominated within a GPU type are dropped."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from estimator import (
+    Accelerator,
+    LanguageModel,
+    Parallel,
+    UnknownNameError,
+    get_gpu,
+    get_model,
+    gpu_catalog,
+)
+from estimator.families import family_of, get_family_model, is_family_model
+
+from .candidates import Candidate, enumerate_candidates
+from .capacity import Capacity, llm_capacity, pareto_splits
+from .costs import GpuCost, gpu_cost
+from .errors import ScenarioError
+from .family_capacity import FamilyCapacity
+from .kinds import KINDS, demand_of, family_capacity
+from .optimize import Limits, Option, Solution, solve
+from .scenario import Scenario
+from .workloads import LLMWorkload
+
+# Prefill:decode replica ratios tried for disaggregated serving.
+DISAGG_SPLITS = ((1, 1), (1, 2), (1, 3), (2, 1), (2, 3), (1, 4))
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
+
+
+@dataclass
+class _Option:
+    """Internal: an optimiser option with what we need to report it."""
+
+    opt: Option
+    cand: Candidate
+    cap: Capacity
+    workload: LLMWorkload
+    ev: object
+    split: tuple[int, int] | None = None  # disaggregated unit: (prefill, decode) replicas
+    family: FamilyCapacity | None = None  # non-LLM workloads: capacity and its metrics
+
+
+class SearchSpace:
+    """Prepared search space for one scenario: models, allowed GPUs, costs, and every
+    candidate's capacity as optimiser options."""
+
+    def __init__(self, sc: Scenario, presets: tuple[str, ...] = ()):
+        self.sc, self.presets = sc, presets
+        self.notes: list[str] = []
+        llm = {w.name for w in sc.workloads if KINDS[w.kind].language_model}
+        self.models: dict[str, LanguageModel] = {
+            w.name: self._language_model(w) for w in sc.workloads if w.name in llm
+        }
+        self.family_models = {
+            w.name: self._family_model(w) for w in sc.workloads if w.name not in llm
+        }
+        self.gpus = self._allowed_gpus()
+        self.costs: dict[str, GpuCost] = {}
+        for g in list(self.gpus):
+            c = gpu_cost(g, sc.cost)
+            if c is None:
+                self.notes.append(
+                    f"{g.name}: no {'rental' if sc.cost.basis == 'rental' else 'purchase'} "
+                    "price in its preset, left out"
+                )
+                self.gpus.remove(g)
+            else:
+                self.costs[g.name] = c
+        self.demands = {w.name: demand_of(w) for w in sc.workloads}
+        for w in sc.workloads:
+            if w.name in llm:
+                note = self.models[w.name].context_note(w.input_tokens + w.output_tokens)
+                if note:
+                    self.notes.append(f"workload '{w.name}': {note}")
+        for k in dict.fromkeys(w.kind for w in sc.workloads):
+            if KINDS[k].note:
+                self.notes.append(KINDS[k].note)
+        self.options: list[_Option] = []
+        self._op_cache: dict[tuple, object] = {}
+        self.excluded: dict[str, list[tuple[str, str]]] = {}
+        self.best_seen: dict[str, list[tuple[Candidate, Capacity]]] = {}
+        for w in sc.workloads:
+            self._add_workload(w)
+
+    def _family_model(self, w):
+        try:
+            model = get_family_model(w.model, self.presets)
+        except UnknownNameError:
+            # a name no preset has fails here, suggesting from every family
+            lm = get_model(w.model, self.presets)
+            raise ScenarioError(
+                f"workload '{w.name}': {lm.name} is a language model, which a "
+                f"workload of kind '{w.kind}' cannot use; drop `kind` to plan it as an LLM "
+                "workload, or pick a preset of that kind (see `planner models list`)"
+            ) from None
+        if model.family not in KINDS[w.kind].families:
+            raise ScenarioError(
+                f"workload '{w.name}': model {model.name} is {_a(model.family)} model, "
+                f"which a workload of kind '{w.kind}' cannot use"
+            )
+        return model
+
+    def _language_model(self, w: LLMWorkload) -> LanguageModel:
+        """An LLM preset or config, or a vision-language model's language model (its image
+        encoder then rides on the workload, see capacity.steps_for)."""
+        if is_family_model(w.model, self.presets):
+            vlm = get_family_model(w.model, self.presets)
+            if not family_of(vlm).language_model:
+                raise ScenarioError(
+                    f"workload '{w.name}': {w.model} is a {vlm.family} model; "
+                    "give the workload the matching `kind`"
+                )
+            w._vlm = vlm
+            return vlm.llm
+        if w.images_per_request:
+            raise ScenarioError(
+                f"workload '{w.name}': images_per_request needs a "
+                "vision-language model (see `planner models list`)"
+            )
+        return get_model(w.model, self.presets)
+
+    def _allowed_gpus(self) -> list[Accelerator]:
+        f = self.sc.fleet
+        cat = gpu_catalog(self.presets)
+        names = [cat.resolve_name(n) for n in f.gpus] if f.gpus else cat.names()
+        avail = {cat.resolve_name(k): v for k, v in f.available.items()}
+        out = []
+        for n in sorted(set(names)):
+            g = get_gpu(n, self.presets)
+            if f.vendors and g.vendor not in f.vendors:
+                continue
+            if n in avail and avail[n] == 0:
+                continue
+            out.append(g)
+        self.available = avail
+        if not out:
+            raise ScenarioError(
+                "fleet: no GPU type is allowed by fleet.gpus, fleet.vendors and "
+                "fleet.available together"
+            )
+        return out
+
+    def _add_family_workload(self, w) -> None:
+        """Every allowed GPU type x TP size (these families run TP only)."""
+        model = self.family_models[w.name]
+        self.excluded[w.name] = []
+        seen: list[tuple[Candidate, Capacity]] = []
+        kept: list[tuple[int, _Option]] = []
+        for gpu in self.gpus:
+            tp = 1
+            while tp <= self.sc.fleet.max_gpus_per_replica:
+                cand = Candidate(gpu, Parallel(tp=tp))
+                fc = family_capacity(model, w, gpu, cand.parallel)
+                cap = Capacity(fc.units, fc.binding, fc.latency_s, float("nan"), fc.batch)
+                seen.append((cand, cap))
+                if fc.binding.startswith("split"):
+                    self.excluded[w.name].append((cand.label(), fc.binding[7:]))
+                elif fc.units >= 1:
+                    c = self.costs[gpu.name]
+                    opt = Option(
+                        w.name,
+                        gpu.name,
+                        gpu.vendor,
+                        tp,
+                        fc.units,
+                        int(math.ceil(c.horizon * tp)),
+                        int(math.ceil(c.power_kw * 1000 * tp)),
+                        cand.key(),
+                    )
+                    kept.append((fc.units, _Option(opt, cand, cap, w, None, family=fc)))
+                tp *= 2
+        self.best_seen[w.name] = seen
+        self._keep_undominated(kept)
+
+    def _keep_undominated(self, kept: list[tuple[int, _Option]]) -> None:
+        """Drop options dominated within a GPU type: no more units for as many GPUs."""
+        for units, o in kept:
+            dominated = any(
+                u2 >= units
+                and o2.opt.gpus <= o.opt.gpus
+                and o2 is not o
+                and o2.opt.gpu == o.opt.gpu
+                and (u2 > units or o2.opt.gpus < o.opt.gpus)
+                for u2, o2 in kept
+            )
+            if not dominated:
+                self.options.append(o)
+
+    def _add_workload(self, w) -> None:
+        if not KINDS[w.kind].language_model:
+            self._add_family_workload(w)
+            return
+        model = self.models[w.name]
+        cands, excluded = enumerate_candidates(
+            model, self.gpus, self.sc.fleet.max_gpus_per_replica, w.weights, w.kv_cache, w.engine
+        )
+        self.excluded[w.name] = excluded
+        seen: list[tuple[Candidate, Capacity]] = []
+        best: dict[tuple[str, int], tuple[int, _Option]] = {}
+        per_gpu: dict[str, dict[int, float]] = {}  # gpu type -> size -> best seats per GPU
+        for cand, ev, st in pareto_splits(cands, w):
+            sizes = per_gpu.setdefault(cand.gpu.name, {})
+            smaller = [v for s, v in sizes.items() if s < cand.gpus]
+            if len(smaller) >= 2 and smaller[-1] > 0 and smaller[-1] < smaller[-2]:
+                # seats per GPU rise with replica size until the model has the bandwidth it
+                # needs, then fall (more collectives, fewer GPUs' worth of work): once they
+                # fall, larger replicas of this type are not worth evaluating
+                continue
+            cap = llm_capacity(ev, w, st)
+            sizes[cand.gpus] = max(sizes.get(cand.gpus, 0.0), cap.units / cand.gpus)
+            seen.append((cand, cap))
+            units = [(cap, None)] if w.disaggregation != "only" else []
+            if w.disaggregation != "off" and cap.max_batch_memory >= 1:
+                units += [(llm_capacity(ev, w, st, split), split) for split in DISAGG_SPLITS]
+            for ucap, split in units:
+                if ucap.units < 1:
+                    continue
+                n = cand.gpus * (sum(split) if split else 1)
+                c = self.costs[cand.gpu.name]
+                opt = Option(
+                    w.name,
+                    cand.gpu.name,
+                    cand.gpu.vendor,
+                    n,
+                    ucap.units,
+                    int(math.ceil(c.horizon * n)),
+                    int(math.ceil(c.power_kw * 1000 * n)),
+                    cand.key() + (split or (0, 0)),
+                )
+                o = _Option(opt, cand, ucap, w, ev, split)
+                k = (cand.gpu.name, n)
+                if k not in best or ucap.units > best[k][0]:  # per type and size: best split
+                    best[k] = (ucap.units, o)
+        self.best_seen[w.name] = seen
+        self._keep_undominated(sorted(best.values(), key=lambda t: t[1].opt.key))
+
+    def limits(self, single_type: bool | None = None) -> Limits:
+        b = self.sc.budget
+        return Limits(
+            single_type=self.sc.fleet.single_type if single_type is None else single_type,
+            available=self.available or None,
+            max_usd=b.max_usd,
+            max_power_kw=b.max_power_kw,
+            max_types=self.sc.fleet.max_types,
+        )
+
+    def required(self) -> dict[str, int]:
+        return {n: d.required for n, d in self.demands.items()}
+
+    def run(self, options: list[_Option], limits: Limits, exclude=None) -> Solution:
+        return solve([o.opt for o in options], self.required(), limits, exclude)

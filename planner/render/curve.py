@@ -1,0 +1,56 @@
+"""Table for ``planner curve``: the load curve, the operating point, the knee and the
+memory limit."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from estimator import CurveResult, Parallel
+
+
+def curve_text(c: CurveResult) -> str:
+    p, pct = c.parallel, c.targets["percentile"]
+    head = (
+        f"{c.labels['model']} on {p['tp'] * p['pp'] * p['replicas']} x {c.labels['gpu']} "
+        f"({Parallel(**p).label()}), weights {c.weights}, KV {c.kv}, {c.input_tokens} in / "
+        f"{c.output_tokens} out, think {c.options['think_time_s']:g} s; "
+        f"{c.kv_slots_per_replica} KV slots per replica"
+    )
+    rows = [
+        [
+            q["users"],
+            f"{q['ttft_s']:.3g}",
+            f"{q[f'ttft_p{pct:g}_s']:.3g}",
+            f"{q['per_user_tokens_per_s']:.1f}",
+            f"{q['output_tokens_per_s']:.0f}",
+            f"{q['memory_gb']:.1f}",
+            "yes" if q["fits"] else "NO",
+        ]
+        for q in c.points
+    ]
+    table = tabulate(
+        rows,
+        headers=[
+            "users",
+            "TTFT mean s",
+            f"TTFT p{pct:g} s",
+            "tok/s/user",
+            "tok/s total",
+            "GB/GPU",
+            "fits",
+        ],
+    )
+    o = c.operating_point
+    targets = c.targets["ttft_s"] or c.targets["tokens_per_s"]
+    why = "targets" if targets else "TTFT within 3x and speed within 2x of light load"
+    return "\n".join(
+        [
+            head,
+            table,
+            f"\noperating point: {o['users']} users: TTFT {o['ttft_s']:.3g} s mean, "
+            f"{o['ttft_pct_s']:.3g} s p{pct:g}, {o['per_user_tokens_per_s']:.1f} tok/s "
+            f"per user, {o['output_tokens_per_s']:.0f} tok/s total",
+            f"knee: {c.knee_users} users (most before breaking the {why})",
+            f"most users that fit in memory: {c.max_users_fit}",
+        ]
+    )

@@ -1,0 +1,109 @@
+"""Tables for ``planner estimate``: the language-model estimate with its pictures, a family
+estimate's metrics, and what to say when a configuration does not fit."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from estimator import FamilyEstimate, ServingEstimate
+
+from .pictures import pictures
+
+
+def estimate_text(e: ServingEstimate | FamilyEstimate) -> str:
+    if isinstance(e, FamilyEstimate):
+        return _family_table(e)
+    out = _llm_table(e, e.labels["model"], e.labels["gpu"])
+    lo = e.under_load
+    if lo:
+        out += (
+            f"\nunder load ({e.workload['batch']} users in a closed loop, think "
+            f"{lo['think_time_s']:g} s): TTFT {lo['ttft_s']:.3g} s mean, "
+            f"{lo['ttft_p90_s']:.3g} s p90; {lo['per_user_tokens_per_s']:.1f} "
+            f"tok/s per user; {lo['output_tokens_per_s']:.0f} tok/s per replica"
+        )
+    return out
+
+
+def does_not_fit(e: ServingEstimate | FamilyEstimate) -> str:
+    m = e.memory_gb
+    if isinstance(e, FamilyEstimate):
+        return f"does not fit: needs {m.total:.1f} GB per GPU, the engine allows {m.usable:.1f} GB"
+    msg = (
+        f"does not fit: needs {m.total:.1f} GB per GPU, the engine allows {m.usable:.1f} GB "
+        f"of {m.capacity:.0f} GB: short by {e.shortfall_gb:.1f} GB per GPU"
+    )
+    if e.advice:
+        msg += "\nnearest that fits: " + "; ".join(e.advice)
+    return msg
+
+
+def _family_table(e: FamilyEstimate) -> str:
+    m, p = e.memory_gb, e.parallel
+    rows = [
+        ["fits", "yes" if e.fits else "NO"],
+        ["largest batch that fits", e.max_batch],
+        ["bottleneck", e.bottleneck],
+    ]
+    rows += [[k, f"{v:.4g}" if isinstance(v, float) else v] for k, v in e.metrics.items()]
+    out = [
+        f"{e.labels['model']} ({e.family}) on {p['tp'] * p['pp'] * p['replicas']} x "
+        f"{e.labels['gpu']} (TP{p['tp']}), weights {e.weights_format}, math in "
+        f"{e.compute_precision}",
+        tabulate(rows, tablefmt="simple"),
+        f"memory per GPU: weights {m.weights:.2f} GB, KV {m.kv_cache:.2f} GB, "
+        f"activations {m.activations:.2f} GB, overhead {m.overhead:.2f} GB, "
+        f"total {m.total:.2f} of {m.capacity:.0f} GB",
+    ]
+    out += [f"note: {n}" for n in e.notes]
+    return "\n".join(out)
+
+
+def _llm_table(e: ServingEstimate, model_label: str, gpu_label: str) -> str:
+    p = e.parallel
+    wl = e.workload
+    head = (
+        f"{model_label} on {p['tp'] * p['pp'] * p['replicas']} x {gpu_label} "
+        f"(TP{p['tp']} PP{p['pp']} EP{p['ep']}{' attn-DP' if p['attention_dp'] else ''}"
+        f"{', ' + str(p['replicas']) + ' replicas' if p['replicas'] > 1 else ''}), "
+        f"weights {e.weights_format}, KV {e.kv_format}, math in {e.compute_precision}, "
+        f"engine {e.engine}"
+    )
+    work = (
+        f"batch {wl['batch']} per replica, {wl['input_tokens']} in / {wl['output_tokens']} out "
+        "tokens"
+    )
+    rows = [
+        ["fits", "yes" if e.fits else f"NO (short {e.shortfall_gb:.1f} GB per GPU)"],
+        ["largest batch that fits", e.max_batch],
+        [
+            "prefill (idle replica)"
+            if wl["batch"] == 1
+            else f"prefill of all {wl['batch']} prompts at once (idle replica)",
+            f"{e.prefill_s * 1e3:.1f} ms",
+        ],
+        [
+            "TTFT" if wl["batch"] == 1 else "TTFT (all arrive together; see 'under load')",
+            f"{e.ttft_s * 1e3:.1f} ms",
+        ],
+        ["time per output token", f"{e.tpot_s * 1e3:.2f} ms"],
+        ["per-user speed", f"{e.per_user_tokens_per_s:.1f} tok/s"],
+        ["replica decode throughput", f"{e.decode_tokens_per_s:.0f} tok/s"],
+        ["replica output throughput (with prefill)", f"{e.output_tokens_per_s:.0f} tok/s"],
+    ]
+    if p["replicas"] > 1:
+        rows.append(["all replicas output throughput", f"{e.total_output_tokens_per_s:.0f} tok/s"])
+    rows += [
+        ["end-to-end latency", f"{e.e2e_latency_s:.2f} s"],
+        ["bottleneck (decode)", e.bottleneck],
+        ["bottleneck (prefill)", e.prefill_bottleneck],
+    ]
+    d = e.decode_times_s
+    step = (
+        f"decode step: memory {d['memory'] * 1e3:.2f} ms, compute {d['compute'] * 1e3:.2f} ms, "
+        f"interconnect {d['comm'] * 1e3:.2f} ms, fixed overheads {d['overhead'] * 1e3:.2f} ms"
+    )
+    out = [head, work, "", tabulate(rows, tablefmt="simple"), "", *pictures(e), step]
+    if e.notes:
+        out += ["", *("note: " + n for n in e.notes)]
+    return "\n".join(out)

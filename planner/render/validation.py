@@ -1,0 +1,45 @@
+"""Table for ``planner validate``: every row against its prediction, then the summaries."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from calibration.report import Validation, _fmt_stats
+
+
+def validation_text(v: Validation) -> str:
+    rows = [
+        [
+            r["model"].split("/")[-1][:28],
+            r["gpu"][:18],
+            r.get("tp"),
+            r.get("weight_dtype"),
+            f"{r.get('isl')}/{r.get('osl')}",
+            r.get("concurrency_or_batch") or "max",
+            r["metric"],
+            r["value"],
+            "-" if r["predicted"] is None else f"{r['predicted']:.4g}",
+            "-" if r["error_pct"] is None else f"{r['error_pct']:+.0f}%",
+            r["status"] if r["status"] != "evaluated" else "",
+        ]
+        for r in v.records()
+    ]
+    head = ["model", "gpu", "tp", "w", "in/out", "conc", "metric", "measured", "predicted"]
+    out = [tabulate(rows, headers=[*head, "error", "status"])]
+    rep = v.report
+    for title, s in (("in-sample", rep.summary), ("leave-one-source-out", rep.cv_summary)):
+        if not s or not s.get("all"):
+            continue
+        out.append(f"\nSummary ({title}): median |error|, p90 |error|, bias")
+        srows = [["all", *_fmt_stats(s["all"])]]
+        for key in ("metric", "family", "source"):
+            srows += [[f"{key}: {k}", *_fmt_stats(x)] for k, x in s[key].items()]
+        out.append(tabulate(srows, headers=["", "rows", "median", "p90", "bias"]))
+    out.append("\nOther families (validation/nonllm_cases.csv; LLM-fitted efficiency factors):")
+    out.append(
+        tabulate(
+            [[f, *_fmt_stats(s)] for f, s in v.family_summary.items()],
+            headers=["family", "rows", "median", "p90", "bias"],
+        )
+    )
+    return "\n".join(out)

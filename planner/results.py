@@ -1,0 +1,319 @@
+"""What a solve returns: the plan (assignments of replicas to workloads), the result with its
+alternatives, and comparisons; each as stable JSON (``to_dict()``, the CLI's
+``--format json``) and as the ranked rows of the CSV (``to_frame()``, for finance)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .demand import Demand
+
+
+@dataclass(kw_only=True)  # keyword-only: the LLM-only fields can default in place
+class Assignment:
+    workload: str
+    model: str
+    gpu: str
+    vendor: str
+    gpus_per_replica: int
+    tp: int
+    pp: int
+    ep: int
+    attention_dp: bool
+    replicas: int
+    seats_needed: float
+    seats_served: float
+    seats_per_replica: float
+    load_per_replica: float
+    # language-model targets and speeds (None for the other families)
+    ttft_s: float | None = None
+    ttft_target_s: float | None = None
+    ttft_percentile: float | None = None
+    tokens_per_s: float | None = None
+    tokens_per_s_target: float | None = None
+    ttft_headroom_pct: float | None = None
+    tokens_per_s_headroom_pct: float | None = None
+    seats_headroom_pct: float
+    binding: str
+    bottleneck: str = "-"
+    output_tokens_per_year: float = 0.0
+    prefill_replicas: int | None = None  # disaggregated: model copies per unit that prefill
+    decode_replicas: int | None = None  # ... and that decode
+    unit: str = "seats"  # what seats_* count for this workload (docs/s, streams, clips/s)
+    metrics: dict = field(default_factory=dict)  # family metrics at the capacity point
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_replica * self.replicas
+
+    def split(self) -> str:
+        s = f"TP{self.tp}"
+        s += f" PP{self.pp}" if self.pp > 1 else ""
+        s += f" EP{self.ep}" if self.ep > 1 else ""
+        s += " attn-DP" if self.attention_dp else ""
+        if self.prefill_replicas:
+            s += f", disagg {self.prefill_replicas}P+{self.decode_replicas}D"
+        return s
+
+
+@dataclass
+class Plan:
+    assignments: list[Assignment]
+    total_gpus: int
+    gpus_by_type: dict[str, int]
+    cost_usd: float  # over the horizon, on the scenario's basis
+    cost_per_year_usd: float
+    capex_usd: float
+    power_kw: float
+    usd_per_million_tokens: float
+    optimal: bool
+
+    def label(self) -> str:
+        return " + ".join(f"{n}x {g}" for g, n in self.gpus_by_type.items())
+
+    def to_dict(self) -> dict:
+        return plan_json(self)
+
+
+@dataclass
+class PlanResult:
+    scenario: str
+    basis: str
+    years: float
+    feasible: bool
+    demands: dict[str, Demand]
+    plan: Plan | None
+    alternatives: list[Plan] = field(default_factory=list)
+    per_gpu_best: list[Plan] = field(default_factory=list)
+    reason: str = ""
+    notes: list[str] = field(default_factory=list)
+    excluded: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def to_dict(self, explain: bool = False) -> dict:
+        """The JSON of ``planner solve --format json`` (``explain``: with ``--explain``)."""
+        d = result_json(self)
+        if explain:
+            d["excluded"] = {
+                w: [{"candidate": c, "reason": r} for c, r in ex] for w, ex in self.excluded.items()
+            }
+        return d
+
+    def rows(self, extra: dict | None = None) -> list[dict]:
+        """The ranked CSV rows: one per assignment of the recommendation and each alternative."""
+        return ranked_rows(self, extra)
+
+    def to_frame(self) -> Any:
+        """The ranked CSV as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows())
+
+
+@dataclass
+class GroupResult:
+    group: str
+    result: PlanResult
+
+
+@dataclass
+class Comparison:
+    """The best plan for each vendor or each GPU type (``planner compare``)."""
+
+    by: str
+    groups: list[GroupResult]
+
+    def to_dict(self) -> dict:
+        return {
+            "by": self.by,
+            "groups": [{"group": g.group, **result_json(g.result)} for g in self.groups],
+        }
+
+    def rows(self) -> list[dict]:
+        rows = []
+        for i, g in enumerate(self.groups):
+            rows += ranked_rows(g.result, {self.by: g.group, "group_rank": i + 1})
+        return rows
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows())
+
+    @property
+    def feasible(self) -> bool:
+        return any(g.result.feasible for g in self.groups)
+
+
+@dataclass
+class Sweep:
+    """One solve per combination of the swept values (``planner sweep``)."""
+
+    keys: list[str]
+    results: list[tuple[dict, PlanResult]]
+
+    def to_dict(self) -> list[dict]:
+        return [{"set": c, **result_json(r)} for c, r in self.results]
+
+    def rows(self) -> list[dict]:
+        rows = []
+        for c, r in self.results:
+            rows += ranked_rows(r, dict(c))
+        return rows
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows())
+
+    @property
+    def feasible(self) -> bool:
+        return any(r.feasible for _, r in self.results)
+
+
+# ---- JSON ---------------------------------------------------------------------------
+def plan_json(p: Plan) -> dict:
+    return {
+        "plan": [
+            {
+                "workload": a.workload,
+                "gpu": a.gpu,
+                "gpus_per_replica": a.gpus_per_replica,
+                "tp": a.tp,
+                "pp": a.pp,
+                "ep": a.ep,
+                "attention_dp": a.attention_dp,
+                "replicas": a.replicas,
+                "gpus": a.gpus,
+                "seats_needed": a.seats_needed,
+                "seats_served": a.seats_served,
+                "seats_per_replica": a.seats_per_replica,
+                "load_per_replica": a.load_per_replica,
+                "ttft_s": a.ttft_s,
+                "ttft_target_s": a.ttft_target_s,
+                "ttft_percentile": a.ttft_percentile,
+                "tokens_per_s": a.tokens_per_s,
+                "tokens_per_s_target": a.tokens_per_s_target,
+                "headroom_pct": {
+                    "ttft": a.ttft_headroom_pct,
+                    "tokens_per_s": a.tokens_per_s_headroom_pct,
+                    "seats": a.seats_headroom_pct,
+                },
+                "binding": a.binding,
+                "bottleneck": a.bottleneck,
+                "unit": a.unit,
+                "metrics": a.metrics,
+                "disaggregated": (
+                    {"prefill_replicas": a.prefill_replicas, "decode_replicas": a.decode_replicas}
+                    if a.prefill_replicas
+                    else None
+                ),
+            }
+            for a in p.assignments
+        ],
+        "total_gpus": p.total_gpus,
+        "gpus_by_type": p.gpus_by_type,
+        "cost_usd": p.cost_usd,
+        "cost_per_year_usd": p.cost_per_year_usd,
+        "capex_usd": p.capex_usd,
+        "power_kw": p.power_kw,
+        "usd_per_million_output_tokens": p.usd_per_million_tokens,
+        "optimal": p.optimal,
+    }
+
+
+def result_json(r: PlanResult) -> dict:
+    d = {
+        "scenario": r.scenario,
+        "feasible": r.feasible,
+        "basis": r.basis,
+        "years": r.years,
+        "seats": {n: d.amount for n, d in r.demands.items()},
+        "seats_required": {n: d.display_required for n, d in r.demands.items()},
+        "units": {n: d.unit for n, d in r.demands.items()},
+        "seats_arithmetic": {n: d.arithmetic for n, d in r.demands.items()},
+    }
+    if r.plan:
+        p = plan_json(r.plan)
+        d.update(p)
+    else:
+        d.update({"plan": [], "total_gpus": 0, "cost_usd": None, "reason": r.reason})
+    d["alternatives"] = [plan_json(p) for p in r.alternatives]
+    d["best_per_gpu"] = [plan_json(p) for p in r.per_gpu_best]
+    d["notes"] = r.notes
+    return d
+
+
+# ---- CSV ----------------------------------------------------------------------------
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def escape_cell(v):
+    """Spreadsheets run cells that start with = + - @ as formulas: prefix text with '."""
+    if isinstance(v, str) and v.startswith(_FORMULA_START):
+        return "'" + v
+    return v
+
+
+def plan_rows(p: Plan, rank: int, extra: dict | None = None) -> list[dict]:
+    rows = []
+    for a in p.assignments:
+        rows.append(
+            {
+                **(extra or {}),
+                "rank": rank,
+                "fleet": p.label(),
+                "workload": a.workload,
+                "model": a.model,
+                "gpu": a.gpu,
+                "vendor": a.vendor,
+                "replicas": a.replicas,
+                "gpus_per_replica": a.gpus_per_replica,
+                "gpus": a.gpus,
+                "tp": a.tp,
+                "pp": a.pp,
+                "ep": a.ep,
+                "attention_dp": a.attention_dp,
+                "seats_needed": a.seats_needed,
+                "seats_served": a.seats_served,
+                "plan_total_gpus": p.total_gpus,
+                "plan_cost_usd": round(p.cost_usd, 2),
+                "plan_cost_per_year_usd": round(p.cost_per_year_usd, 2),
+                "usd_per_million_output_tokens": _r(p.usd_per_million_tokens, 4),
+                "ttft_s": _r(a.ttft_s, 4),
+                "ttft_target_s": a.ttft_target_s,
+                "ttft_headroom_pct": _r(a.ttft_headroom_pct),
+                "tokens_per_s": _r(a.tokens_per_s, 3),
+                "tokens_per_s_target": a.tokens_per_s_target,
+                "tokens_per_s_headroom_pct": _r(a.tokens_per_s_headroom_pct),
+                "seats_headroom_pct": _r(a.seats_headroom_pct),
+                "unit": a.unit,
+                "bottleneck": a.bottleneck,
+            }
+        )
+    return rows
+
+
+def _r(x, digits: int = 2):
+    return None if x is None else round(x, digits)
+
+
+def ranked_rows(r: PlanResult, extra: dict | None = None) -> list[dict]:
+    if not r.feasible:
+        return [{**(extra or {}), "rank": None, "fleet": None, "note": r.reason}]
+    rows = plan_rows(r.plan, 1, extra)
+    for i, p in enumerate(r.alternatives):
+        rows += plan_rows(p, i + 2, extra)
+    return rows
+
+
+def write_csv(rows: list[dict], path: Any) -> None:
+    """Atomically write rows as CSV, spreadsheet-safe: a temp file beside the target, then
+    rename."""
+    import pandas as pd
+
+    from estimator.files import atomic_write
+
+    df = pd.DataFrame(rows)
+    df = df.map(escape_cell) if hasattr(df, "map") else df.applymap(escape_cell)
+    atomic_write(path, lambda f: df.to_csv(f, index=False))

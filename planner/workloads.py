@@ -1,0 +1,194 @@
+"""Workload schemas, one per kind: a language-model workload sized in seats, and one per
+other model family with its own demand unit (see :mod:`planner.kinds`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from estimator.engines import ENGINES
+from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
+from estimator.load import ServingOptions, Speculative
+
+from .errors import ScenarioError
+
+
+class LLMWorkload(BaseModel):
+    """A language-model chat/agent workload sized in seats (concurrent sessions)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1)
+    kind: Literal["llm"] = "llm"
+    model: str = Field(description="preset name/alias, or a path to a local config.json")
+    weights: str = "bf16"
+    kv_cache: str = "bf16"
+    engine: str = "vllm"
+    users: float = Field(gt=0, description="people (worker-equivalents)")
+    hours_per_person: float = Field(
+        gt=0, le=24, description="hours a day a person drives a session"
+    )
+    utilisation: float = Field(gt=0, le=1, description="usable share of round-the-clock capacity")
+    input_tokens: int = Field(ge=1)
+    output_tokens: int = Field(ge=1)
+    ttft_s: float | None = Field(None, gt=0, description="time-to-first-token target")
+    ttft_percentile: float = Field(90, gt=0, lt=100)
+    tokens_per_s: float | None = Field(None, gt=0, description="per-user decode speed target")
+    # serving under load (estimator.load); every default is off or neutral
+    think_time_s: float = Field(
+        0.0,
+        ge=0,
+        description="mean pause between an answer and the next prompt; 0: a seat "
+        "streams continuously (agents, pipelines); people chatting: 10-60 s",
+    )
+    prefix_hit_rate: float = Field(0.0, ge=0, lt=1, description="share of prompt tokens cached")
+    chunk_tokens: int | None = Field(None, ge=16, description="chunked-prefill tokens per step")
+    speculative: Speculative | None = None
+    disaggregation: Literal["off", "auto", "only"] = Field(
+        "off", description="separate prefill and decode pools: auto lets the planner choose"
+    )
+    # vision-language models: images in every prompt
+    images_per_request: int = Field(0, ge=0)
+    image_resolution: str = Field("1024x1024", description="WxH of each image")
+    _vlm: Any = PrivateAttr(default=None)
+
+    @property
+    def vision_model(self) -> Any:
+        return self._vlm
+
+    def image_size(self) -> tuple[int, int]:
+        try:
+            w, h = (int(x) for x in self.image_resolution.lower().split("x"))
+        except ValueError:
+            raise ScenarioError(
+                f"workload '{self.name}': image_resolution must be WxH, "
+                f"not '{self.image_resolution}'"
+            ) from None
+        return w, h
+
+    def serving(self) -> ServingOptions:
+        return ServingOptions(
+            think_time_s=self.think_time_s,
+            prefix_hit_rate=self.prefix_hit_rate,
+            chunk_tokens=self.chunk_tokens,
+            speculative=self.speculative,
+        )
+
+    @field_validator("disaggregation", mode="before")
+    @classmethod
+    def _yaml_off(cls, v: Any) -> Any:
+        # YAML 1.1 reads a bare `off` / `on` as a boolean
+        return {False: "off", True: "auto"}.get(v, v) if isinstance(v, bool) else v
+
+    @field_validator("weights")
+    @classmethod
+    def _w(cls, v: str) -> str:
+        if v.lower() not in WEIGHT_FORMATS:
+            raise ValueError(f"unknown weight format '{v}'; use one of {', '.join(WEIGHT_FORMATS)}")
+        return v.lower()
+
+    @field_validator("kv_cache")
+    @classmethod
+    def _kv(cls, v: str) -> str:
+        if v.lower() not in KV_FORMATS:
+            raise ValueError(f"unknown KV format '{v}'; use one of {', '.join(KV_FORMATS)}")
+        return v.lower()
+
+    @field_validator("engine")
+    @classmethod
+    def _e(cls, v: str) -> str:
+        if v.lower() not in ENGINES:
+            raise ValueError(f"unknown engine '{v}'; use one of {', '.join(ENGINES)}")
+        return v.lower()
+
+
+class _FamilyWorkload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1)
+    model: str = Field(description="a preset of the workload's family")
+    weights: str = "bf16"
+
+    _w = field_validator("weights")(LLMWorkload._w.__func__)
+
+
+class EmbeddingWorkload(_FamilyWorkload):
+    """Text embeddings or reranking: documents (query-document pairs) per second."""
+
+    kind: Literal["embedding"]
+    docs_per_s: float = Field(gt=0, description="documents (or pairs) per second at peak")
+    input_tokens: int = Field(512, ge=1, description="tokens per document (pair)")
+    max_batch_latency_s: float = Field(1.0, gt=0, description="time one batch may take")
+
+
+class SpeechWorkload(_FamilyWorkload):
+    """Speech recognition: concurrent real-time streams, or hours of audio a day."""
+
+    kind: Literal["speech"]
+    streams: float | None = Field(None, gt=0, description="concurrent real-time streams")
+    audio_hours_per_day: float | None = Field(None, gt=0)
+    utilisation: float = Field(1.0, gt=0, le=1, description="for audio_hours_per_day")
+    max_rtf: float = Field(0.5, gt=0, le=1, description="processing s per audio s, per stream")
+    beam: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _one_demand(self) -> SpeechWorkload:
+        if (self.streams is None) == (self.audio_hours_per_day is None):
+            raise ValueError("give exactly one of streams or audio_hours_per_day")
+        return self
+
+
+class WorldModelWorkload(_FamilyWorkload):
+    """JEPA video world models: clips encoded per second."""
+
+    kind: Literal["world_model"]
+    clips_per_s: float = Field(gt=0)
+    frames: int | None = Field(None, ge=1, description="frames per clip (default: the model's)")
+    resolution: int | None = Field(None, ge=16, description="square side in pixels")
+    max_latency_s: float = Field(1.0, gt=0, description="time one batch of clips may take")
+
+
+class ImageGenerationWorkload(_FamilyWorkload):
+    """Diffusion image generation: images per second (or per hour) at peak."""
+
+    kind: Literal["image_generation"]
+    images_per_s: float | None = Field(None, gt=0)
+    images_per_hour: float | None = Field(None, gt=0)
+    max_s_per_image: float = Field(10.0, gt=0, description="time one batch may take")
+    resolution: int | None = Field(None, ge=64, description="square side (default: the model's)")
+    steps: int | None = Field(None, ge=1, description="default: the model card's")
+    guidance: bool | None = None
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> ImageGenerationWorkload:
+        if (self.images_per_s is None) == (self.images_per_hour is None):
+            raise ValueError("give exactly one of images_per_s or images_per_hour")
+        return self
+
+    @property
+    def rate(self) -> float:
+        return self.images_per_s if self.images_per_s is not None else self.images_per_hour / 3600
+
+
+class VideoGenerationWorkload(_FamilyWorkload):
+    """Diffusion video generation: videos per hour at peak."""
+
+    kind: Literal["video_generation"]
+    videos_per_hour: float = Field(gt=0)
+    max_latency_s: float = Field(600.0, gt=0, description="time one video may take")
+    frames: int | None = Field(None, ge=1)
+    steps: int | None = Field(None, ge=1)
+    guidance: bool | None = None
+
+
+class RobotPolicyWorkload(_FamilyWorkload):
+    """Vision-language-action policies: robots driven at a control rate."""
+
+    kind: Literal["robot_policy"]
+    robots: float = Field(gt=0, description="robots running at once")
+    control_hz: float = Field(50.0, gt=0)
+    cameras: int = Field(1, ge=1)
+    action_horizon: int | None = Field(None, ge=1, description="default: the model's")
+    execute_steps: int | None = Field(
+        None, ge=1, description="actions executed before re-planning (default: the horizon)"
+    )
+    flow_steps: int | None = Field(None, ge=1)
