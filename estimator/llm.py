@@ -3,7 +3,8 @@ on an idle replica.
 
 :class:`Evaluator` prepares every scalar that depends on (model, GPU, split, formats, engine)
 once; its methods then evaluate numpy arrays of batch sizes and contexts at once, which is
-what the planner and the benchmark use. :func:`estimate_replica` is the one-shot call for one static batch.
+what the planner and the benchmark use. :func:`estimate_replica` is the one-shot call for
+one static batch.
 """
 
 from __future__ import annotations
