@@ -107,8 +107,9 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         f"Inputs: {', '.join(display_name(f) for f in files)}. "
         f"{len(rep.cases)} rows evaluated, {len(rep.skipped)} skipped (reasons below). "
         "Each row is a published number measured on real GPUs (see "
-        "`calibration/data/README.md` for the columns and sources); the estimator predicts it from the model's config, the GPU preset and the "
-        "row's split, formats, engine, lengths and concurrency. Offline max-throughput rows use "
+        "`calibration/data/README.md` for the columns and sources); the estimator predicts "
+        "it from the model's config, the GPU preset and the row's split, formats, engine, "
+        "lengths and concurrency. Offline max-throughput rows use "
         "the KV-limited batch under the engine's memory policy; closed-loop rows use the lockstep "
         "model of `calibration/bench_shapes.py` at the published concurrency (fixed lengths, no "
         "think time).",
