@@ -7,8 +7,10 @@ the same scenario gives byte-identical output.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ortools.sat.python import cp_model
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 TIE_SCALE = 1000  # objective = dollars × 1000 + GPUs: equal cost prefers fewer GPUs
 
@@ -68,6 +70,8 @@ def solve(
     time_limit_s: float = 20.0,
 ) -> Solution:
     """Cheapest integer replica counts covering ``required`` units per workload."""
+    from ortools.sat.python import cp_model  # imported on first solve: it loads pandas too
+
     m = cp_model.CpModel()
     x = []
     for i, o in enumerate(options):

@@ -137,16 +137,6 @@ def _max_tokens(c: dict) -> int | None:
     return n - (c.get("pad_token_id", 1) + 1) if "roberta" in c.get("model_type", "") else n
 
 
-def _max_tokens(c: dict) -> int | None:
-    """Longest input an encoder reads. RoBERTa-style position ids start after the padding
-    index (HF ``create_position_ids_from_input_ids``), so ``max_position_embeddings`` 8194
-    holds 8,192 tokens (bge-m3's documented maximum); BERT uses every position."""
-    n = c.get("max_position_embeddings")
-    if not n:
-        return None
-    return n - (c.get("pad_token_id", 1) + 1) if "roberta" in c.get("model_type", "") else n
-
-
 def estimate_encoder(
     model: EncoderModel, gpu: Accelerator, par: Parallel, weights: str, batch: int, tokens: int
 ) -> FamilyEstimate:

@@ -70,61 +70,6 @@ def _vit(d: int, depth: int, heads: int, mlp_ratio: float) -> Stack:
     return Stack(layers=depth, hidden=d, heads=heads, ffn=int(d * mlp_ratio))
 
 
-def _jepa(p: FamilyPreset) -> JepaModel:
-    """V-JEPA (facebookresearch/jepa yaml: encoder.embed_dim/depth/num_heads/mlp_ratio) or
-    V-JEPA 2 (HF vjepa2 config: hidden_size/num_hidden_layers/...). Only the encoder runs at
-    inference; the pretraining predictor is not counted. The action-conditioned variant adds
-    its predictor (a ``predictor`` block with ``action_dim``)."""
-    c, w = p.config, p.name
-    if "encoder" in c:
-        e = c["encoder"]
-        enc = _vit(
-            config_value(e, "embed_dim", w),
-            config_value(e, "depth", w),
-            config_value(e, "num_heads", w),
-            e.get("mlp_ratio", 4.0),
-        )
-        patch, tub = config_value(c, "patch_size", w), config_value(c, "tubelet_size", w)
-        frames, res, ch = c.get("num_frames", 16), c.get("crop_size", 224), c.get("in_chans", 3)
-    else:
-        enc = _vit(
-            config_value(c, "hidden_size", w),
-            config_value(c, "num_hidden_layers", w),
-            config_value(c, "num_attention_heads", w),
-            c.get("mlp_ratio", 4.0),
-        )
-        patch, tub = config_value(c, "patch_size", w), config_value(c, "tubelet_size", w)
-        frames, res = c.get("frames_per_clip", 16), c.get("crop_size", 256)
-        ch = c.get("in_chans", 3)
-    pred, io = None, 0
-    ac = c.get("predictor") if (c.get("predictor") or {}).get("action_dim") else None
-    if ac:  # V-JEPA 2-AC: an action-conditioned predictor (action/state inputs) is part of it
-        pd = config_value(ac, "embed_dim", w)
-        pred = _vit(
-            pd,
-            config_value(ac, "depth", w),
-            config_value(ac, "num_heads", w),
-            ac.get("mlp_ratio", 4.0),
-        )
-        # in/out projections between encoder and predictor width, and the action and state
-        # encoders (linear maps of the action/state vectors to the predictor width)
-        io = 2 * enc.hidden * pd + enc.hidden + pd
-        io += (ac.get("action_dim", 0) + ac.get("state_dim", 0)) * pd + 2 * pd
-    return JepaModel(
-        name=w,
-        display_name=p.display_name,
-        encoder=enc,
-        patch=patch,
-        tubelet=tub,
-        channels=ch,
-        frames=frames,
-        resolution=res,
-        predictor=pred,
-        predictor_io=io,
-        action_conditioned=bool(ac),
-    )
-
-
 def build_jepa(p: FamilyPreset) -> JepaModel:
     """V-JEPA (facebookresearch/jepa yaml: encoder.embed_dim/depth/num_heads/mlp_ratio) or
     V-JEPA 2 (HF vjepa2 config: hidden_size/num_hidden_layers/...). Only the encoder runs at

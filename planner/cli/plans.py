@@ -1,4 +1,5 @@
-"""``planner solve``, ``compare`` and ``sweep``: scenarios in, fleets out."""
+"""``planner solve``, ``compare`` and ``sweep``: scenarios in, fleets out. The planner is
+imported when a command runs, so ``planner --help`` stays quick."""
 
 from __future__ import annotations
 
@@ -6,11 +7,6 @@ import sys
 
 import click
 
-from ..render.plans import compare_table, result_table, sweep_table
-from ..results import write_csv
-from ..scenario import load_scenario
-from ..solve import compare, plan_scenario
-from ..sweep import parse_sets, sweep
 from .common import EXIT_INFEASIBLE, FORMAT, OUT, dump, friendly_errors, presets_of
 
 SCENARIO = click.argument("scenario_file", type=click.Path())
@@ -32,6 +28,11 @@ SCENARIO = click.argument("scenario_file", type=click.Path())
 @friendly_errors
 def solve_cmd(ctx, scenario_file, top, fmt, out, explain):
     """The cheapest feasible fleet for a scenario, and ranked alternatives."""
+    from ..render.plans import result_table
+    from ..results import write_csv
+    from ..scenario import load_scenario
+    from ..solve import plan_scenario
+
     res = plan_scenario(load_scenario(scenario_file), presets_of(ctx), top=top)
     if fmt == "json":
         click.echo(dump(res.to_dict(explain)))
@@ -54,6 +55,11 @@ def solve_cmd(ctx, scenario_file, top, fmt, out, explain):
 @friendly_errors
 def compare_cmd(ctx, scenario_file, by, fmt, out):
     """The best plan for each vendor or GPU type, side by side."""
+    from ..render.plans import compare_table
+    from ..results import write_csv
+    from ..scenario import load_scenario
+    from ..solve import compare
+
     c = compare(load_scenario(scenario_file), by, presets_of(ctx))
     click.echo(dump(c.to_dict()) if fmt == "json" else compare_table(c))
     if out:
@@ -78,6 +84,10 @@ def compare_cmd(ctx, scenario_file, by, fmt, out):
 @friendly_errors
 def sweep_cmd(ctx, scenario_file, sets, fmt, out):
     """Rerun the solve for every combination of --set values; one row per combination."""
+    from ..render.plans import sweep_table
+    from ..results import write_csv
+    from ..sweep import parse_sets, sweep
+
     s = sweep(scenario_file, parse_sets(sets), presets_of(ctx))
     click.echo(dump(s.to_dict()) if fmt == "json" else sweep_table(s))
     if out:

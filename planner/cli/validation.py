@@ -4,11 +4,6 @@ from __future__ import annotations
 
 import click
 
-from calibration import fit as calibration_fit
-from calibration.report import validate
-from estimator.files import atomic_write_text
-
-from ..render.validation import validation_text
 from .common import dump, friendly_errors
 
 DATA = click.option(
@@ -34,6 +29,11 @@ DATA = click.option(
 @friendly_errors
 def validate_cmd(data, fmt, cv, report):
     """Predict every published measurement and report the error."""
+    from calibration.report import validate
+    from estimator.files import atomic_write_text
+
+    from ..render.validation import validation_text
+
     v = validate(list(data), cv=cv or bool(report))
     if fmt == "json":
         click.echo(dump(v.to_dict()))
@@ -53,4 +53,6 @@ def validate_cmd(data, fmt, cv, report):
 @friendly_errors
 def calibrate_cmd(data, write):
     """Fit the efficiency factors to the measurements (least squares on log error)."""
+    from calibration import fit as calibration_fit
+
     click.echo(dump(calibration_fit.calibrate(list(data), write)))
