@@ -148,10 +148,14 @@ def stack_pass(
     extra_bytes=0.0,
     extra_flops=0.0,
     extra_params: int = 0,
+    attn_flops=None,
+    host_seqs=None,
 ) -> StepTimes:
     """One pass of ``seqs`` sequences of ``q_tokens`` through a stack, attending to
     ``kv_tokens`` (and to ``memory_tokens`` by cross-attention). ``extra_params``: weights
-    run as matmuls beside the stack (patch embeddings, projectors)."""
+    run as matmuls beside the stack (patch embeddings, projectors). ``attn_flops``: a
+    sequence's attention FLOPs where they are not full attention (windowed, per crop);
+    ``host_seqs``: sequences the host schedules (default ``seqs``; 0 for images)."""
     seqs = np.asarray(seqs, float)
     tokens = seqs * q_tokens
     stage_bytes = (
@@ -160,9 +164,12 @@ def stack_pass(
         + extra_bytes
     )
     mm = 2.0 * (s.matmul_params() + extra_params) * tokens / mc.gpus + extra_flops / mc.gpus
-    at = seqs * (s.attn_flops(q_tokens, kv_tokens) + s.cross_flops(q_tokens, memory_tokens))
+    if attn_flops is None:
+        attn_flops = s.attn_flops(q_tokens, kv_tokens) + s.cross_flops(q_tokens, memory_tokens)
+    at = seqs * attn_flops
     comm = mc.tp_comm(tokens, s.hidden, s.layers, per_layer=3 if s.cross_attention else 2)
-    return mc.step(stage_bytes, mm, at / mc.gpus, comm, s.layers, seqs, passes=1)
+    host = seqs if host_seqs is None else host_seqs
+    return mc.step(stage_bytes, mm, at / mc.gpus, comm, s.layers, host, passes=1)
 
 
 def config_value(cfg: dict[str, Any], key: str, where: str, default: Any = None) -> Any:

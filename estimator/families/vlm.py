@@ -17,6 +17,7 @@ from ..model import LanguageModel
 from ..parallel import Parallel
 from ..roofline import Machine
 from ..stack import Stack
+from .base import stack_pass
 from .registry import Family, FamilyPreset, register
 
 # PixtralVisionConfig defaults (transformers), used where the released config omits them.
@@ -68,10 +69,10 @@ class VlmModel:
         crops = min(9, math.ceil(width / self.crop) * math.ceil(height / self.crop)) + 1
         return per_crop * crops, per_crop * crops
 
-    def vision_flops(self, patches: int) -> tuple[float, float]:
-        """(matmul FLOPs, attention FLOPs) of the vision encoder over one image's patches."""
+    def vision_attention_flops(self, patches: int) -> float:
+        """Attention FLOPs of the vision encoder over one image's patches: windowed layers
+        (Qwen2.5-VL) and per-crop attention (LLaVA-OneVision) attend to fewer patches."""
         s = self.vision
-        mm = 2.0 * (s.matmul_params() + self.vision_extra) * patches
         if self.window:
             win = self.window**2
             attn = (s.layers - self.full_layers) * 4.0 * s.hidden * patches * win
@@ -81,7 +82,7 @@ class VlmModel:
             attn = float(s.attn_flops(per, per)) * (patches // per)
         else:
             attn = float(s.attn_flops(patches, patches))
-        return mm, attn
+        return attn
 
     def vision_seconds(self, gpu: Accelerator, par: Parallel, images, width: int, height: int):
         """Encoder time for ``images`` images on a replica, TP-sharded. Weights and math are
@@ -90,14 +91,19 @@ class VlmModel:
         BF16."""
         mc = Machine(gpu, par, "bf16")
         _, patches = self.tokens(width, height)
-        mm, attn = self.vision_flops(patches)
+        attn = self.vision_attention_flops(patches)
         n = np.asarray(images, float)
-        s = self.vision
-        bytes_ = (
-            s.params() + self.vision_extra
-        ) * 2.0 / mc.tp + n * patches * s.act_bytes_per_token(mc.tp)
-        comm = mc.tp_comm(n * patches, s.hidden, s.layers)
-        st = mc.step(bytes_, n * mm / mc.gpus, n * attn / mc.gpus, comm, s.layers, 0.0, 1)
+        st = stack_pass(
+            mc,
+            self.vision,
+            2.0,
+            n,
+            patches,
+            patches,
+            extra_params=self.vision_extra,
+            attn_flops=attn,
+            host_seqs=0.0,  # images are not sequences the engine schedules
+        )
         return np.where(n > 0, st.total, 0.0)
 
 
