@@ -524,3 +524,23 @@ def test_capacity_is_the_exact_largest_passing_user_count(gpu, tp):
     n = np.arange(1, int(cap.units * 1.3) + 3)
     ok = np.cumprod(_ok(curve(n), w)).astype(bool)
     assert cap.units >= 2 and cap.units == int(n[ok.sum() - 1])
+
+
+@pytest.mark.parametrize(
+    "kind, body, key",
+    [
+        ("robot_policy", "model: pi0\n  robots: -1", "robots"),
+        ("speech", "model: whisper-large-v3\n  streams: 0", "streams"),
+        ("embedding", "model: bge-m3\n  docs_per_s: -5", "docs_per_s"),
+        ("image_generation", "model: sdxl\n  images_per_s: 1\n  steps: 0", "steps"),
+    ],
+)
+def test_every_kind_names_the_bad_key_with_its_line(tmp_path, kind, body, key):
+    """Errors point at workloads.N.key of the file, whatever the kind (the kind's tag is
+    not a key of the file: the registry of kinds says which tags to skip)."""
+    p = tmp_path / "s.yaml"
+    p.write_text(f"workloads:\n- name: w\n  kind: {kind}\n  {body}\n")
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(p)
+    assert f"workloads.0.{key}:" in str(e.value)
+    assert f"{kind}." not in str(e.value)
