@@ -15,11 +15,12 @@ from typing import Any
 
 from .advice import nearest_fit
 from .catalog import get_gpu
+from .curve import load_curve
 from .errors import EstimatorError
 from .families import FamilyEstimate, FamilyOptions, family_of
 from .hardware import Accelerator
 from .llm import Estimate, Evaluator, Workload, estimate_replica, parallel_for
-from .load import ServingOptions, load_curve, parse_disaggregation, prepare_steps
+from .load import ServingOptions, parse_disaggregation, prepare_steps
 from .parallel import Parallel
 from .resolve import get_any_model
 

@@ -1,26 +1,73 @@
-"""TTFT and speed as users grow (``planner curve``): the load curve of one configuration, its
-knee, where memory runs out, and an operating point. Users share the replicas evenly."""
+"""TTFT and speed as users grow: the load curve of one configuration (one replica, or a
+disaggregated unit: :func:`load_curve` is the one place that choice is made), and
+``planner curve``: the curve, its knee, where memory runs out, an operating point. Users
+share the replicas evenly."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from .catalog import get_gpu
+from .disagg import disaggregated_point, kv_transfer_seconds
 from .errors import EstimatorError
 from .llm import Evaluator, parallel_for
 from .load import (
+    LoadPoint,
     ServingOptions,
+    Steps,
     knee,
-    load_curve,
+    load_point,
     max_users_fit,
     parse_disaggregation,
     prepare_steps,
+    saturation_rate,
 )
 from .resolve import get_model
 
 DENSE_UP_TO = 64  # every user count up to here; beyond, 48 geometric points
+
+
+def load_curve(
+    ev: Evaluator,
+    steps: Steps,
+    think_time_s: float,
+    percentile: float,
+    split: tuple[int, int] | None = None,
+) -> Callable[..., LoadPoint]:
+    """users -> LoadPoint for one replica (``split`` None) or for a disaggregated unit of
+    ``split = (prefill replicas, decode replicas)``: the one place that choice is made."""
+    if split is None:
+        return lambda users, **kw: load_point(steps, users, think_time_s, percentile, **kw)
+    p, d = split
+    kt = kv_transfer_seconds(ev, steps.input_tokens)
+    return lambda users, **kw: disaggregated_point(
+        steps, p, d, users, think_time_s, percentile, kv_transfer_s=kt, **kw
+    )
+
+
+def users_past_saturation(
+    steps: Steps, think_time_s: float, split: tuple[int, int] | None = None
+) -> int:
+    """A user count safely past saturation (1.5x the most requests per second the replica or
+    unit completes, times one request's cycle at full batch): the top of a capacity scan."""
+    st = steps
+    decode_s = (st.output_tokens - 1) * float(st.t_iter(st.slots)) / st.tokens_per_iter
+    if split is None:
+        rate = saturation_rate(st)
+    else:
+        p, d = split
+        rate = min(
+            p / st.s_alone,
+            d
+            * max(st.slots, 1)
+            * st.tokens_per_iter
+            / (float(st.t_iter(st.slots)) * (st.output_tokens - 1)),
+        )
+    return max(4, math.ceil(1.5 * rate * (think_time_s + st.s_alone + decode_s)))
 
 
 @dataclass

@@ -7,7 +7,8 @@ running batch; prompts are prefilled in chunks of at most ``chunk_tokens`` per i
 riding along the decode iterations of the sequences already running.
 
 Analytic model (what the planner uses; :mod:`estimator.simulate` is the reference it is
-tested against). Per user count ``N``, solved as a damped fixed point:
+tested against). Per user count ``N``, one fixed point in the request rate, found by
+bisection (see :func:`load_point`):
 
 - cycle ``C = think + TTFT + (O−1)·tpot``; request rate ``λ = N/C``, at most the
   saturation rate (GPU time with every slot decoding, plus every prompt's prefill work);
@@ -27,7 +28,6 @@ tested against). Per user count ``N``, solved as a damped fixed point:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import EstimatorError
 from .llm import Evaluator
+from .queues import Repairman, tail_wait
 
 
 class Speculative(BaseModel):
@@ -143,68 +144,6 @@ def prepare_steps(
     )
 
 
-class Repairman:
-    """Finite-source queue M/M/c//N (the machine-repairman model): ``n`` users each come
-    back after ``think`` seconds on average and hold one of ``c`` servers for ``hold``
-    seconds. Exact, vectorised over an array of populations, in log space. The part of
-    ``log p_k`` that does not depend on ``hold/think`` is computed once, so re-solving
-    inside the fixed point costs a few array operations."""
-
-    EXACT_UP_TO = 384  # single-server populations above this use the infinite-source M/M/1
-
-    def __init__(self, n, c: int):
-        self.all_n = np.atleast_1d(np.asarray(n, float))
-        self.rows = self.all_n > c  # with no more users than servers nobody ever waits
-        # a single server facing hundreds of users sees effectively Poisson arrivals: the
-        # finite-source correction vanishes, and the exact sum would cost O(N) per user count
-        self.open_rows = (self.all_n > self.EXACT_UP_TO) if c == 1 else np.zeros_like(self.rows)
-        self.rows &= ~self.open_rows
-        self.any_open = bool(self.open_rows.any())
-        self.n = self.all_n[self.rows]
-        self.c = c
-        nmax = int(self.n.max()) if self.n.size else 0
-        self.k = np.arange(nmax + 1, dtype=float)
-        logs = np.log(np.maximum(np.arange(nmax + 2, dtype=float), 1.0))
-        j = np.arange(1, nmax + 1)
-        # term_j = log(N - j + 1) - log(min(j, c)); A[n, k] = sum_{j<=k} term_j
-        nn = self.n[:, None].astype(int)
-        idx = np.clip(nn - j[None, :] + 1, 0, nmax + 1)
-        term = logs[idx] - logs[np.minimum(j, max(c, 1))][None, :]
-        a = np.concatenate([np.zeros((len(self.n), 1)), np.cumsum(term, axis=1)], axis=1)
-        self.valid = self.k[None, :] <= self.n[:, None]
-        self.a = np.where(self.valid, a, -np.inf)
-        self.served = np.minimum(self.k, c)[None, :]
-        self.queued = np.maximum(self.k - c, 0)[None, :]
-
-    def __call__(self, think, hold):
-        """(probability an arrival waits, mean wait), over all the populations given."""
-        shape = self.all_n.shape
-        pw_all = np.zeros(shape)
-        wq_all = np.zeros(shape)
-        if not (self.any_open or self.n.size):
-            return pw_all, wq_all
-        hold = np.asarray(hold, float) * np.ones(shape)
-        think = np.asarray(think, float) * np.ones(shape)
-        if self.any_open:
-            h, z = hold[self.open_rows], think[self.open_rows]
-            rho = np.minimum(self.all_n[self.open_rows] * h / (z + h), 0.999)
-            pw_all[self.open_rows] = rho
-            wq_all[self.open_rows] = rho * h / (1 - rho)
-        if not self.n.size:
-            return pw_all, wq_all
-        h, z = hold[self.rows], think[self.rows]
-        r = np.log(np.maximum(h, 1e-30) / np.maximum(z, 1e-30))[:, None]
-        logp = self.a + self.k[None, :] * r
-        logp -= logp.max(axis=1, keepdims=True)
-        p = np.exp(logp)
-        p /= p.sum(axis=1, keepdims=True)
-        x = (self.served * p).sum(axis=1) / np.maximum(h, 1e-30)  # throughput
-        wq = (self.queued * p).sum(axis=1) / np.maximum(x, 1e-30)  # Little's law
-        pw_all[self.rows] = p[:, self.c :].sum(axis=1)
-        wq_all[self.rows] = wq
-        return pw_all, wq_all
-
-
 @dataclass
 class LoadPoint:
     """Arrays over the user counts asked for."""
@@ -233,27 +172,59 @@ def saturation_rate(steps: Steps) -> float:
     return c / (float(st.t_iter(c)) * (o - 1) / e + c * i_tok * st.s_token)
 
 
-def _settled(new, old, tolerance: float) -> bool:
-    """Every element of a fixed-point iterate moved by at most ``tolerance`` (relative)."""
-    return bool(np.all(np.abs(new - old) <= tolerance * old))
-
-
-def tail_wait(pw, w, p: float):
-    """The ``p``-quantile of a queueing wait that is zero with probability ``1 - pw`` and
-    otherwise exponential with mean ``w / pw`` (the M/M/c conditional-wait shape)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(
-            pw > 1 - p,
-            (w / np.maximum(pw, 1e-12)) * np.log(np.maximum(pw, 1e-300) / (1 - p)),
-            0.0,
-        )
-
-
 # Prefill service is near-deterministic (fixed prompt length): by Pollaczek–Khinchine the mean
 # wait scales with (1 + Cs²)/2, half of the exponential-service value the finite-source formula
 # assumes. Decode holds keep the exponential form (real answer lengths vary).
 PREFILL_WAIT_FACTOR = 0.5
-DAMP = 0.5  # fixed-point step: the share of the new iterate taken each round
+RATE_TOLERANCE = 1e-9  # relative residual of the request rate at which it is settled
+MAX_STEPS = 60  # bracket steps at most; the Illinois steps settle in ~10 in practice
+
+
+def rate_fixed_point(at_rate, x_max: float, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The request rate ``λ`` at which the users' implied rate ``at_rate(λ)[0]`` equals it,
+    per user count: (rate, saturated). The implied rate never rises with ``λ``, so the root
+    in ``[0, x_max]`` is unique; a bracket keeps it and Illinois (modified regula falsi)
+    steps close it superlinearly whatever the curve's shape. Saturated where the users
+    would send more than ``x_max``."""
+    top = np.full_like(n, x_max)
+    f_hi = at_rate(top)[0] - top
+    saturated = f_hi >= 0
+    lo, hi = np.zeros_like(n), top.copy()
+    f_lo = at_rate(lo)[0] - lo
+    side = np.zeros_like(n)  # which end the last step moved: -1 low, +1 high
+    x = hi.copy()
+    live = ~saturated
+    for _ in range(MAX_STEPS):
+        if not live.any():
+            break
+        x = np.where(live, (lo * f_hi - hi * f_lo) / np.minimum(f_hi - f_lo, -1e-300), x)
+        f_x = at_rate(x)[0] - x
+        up, down = live & (f_x >= 0), live & (f_x < 0)
+        f_hi = np.where(up & (side < 0), f_hi / 2, f_hi)  # Illinois: a stale end loses weight
+        f_lo = np.where(down & (side > 0), f_lo / 2, f_lo)
+        lo, f_lo = np.where(up, x, lo), np.where(up, f_x, f_lo)
+        hi, f_hi = np.where(down, x, hi), np.where(down, f_x, f_hi)
+        side = np.where(up, -1.0, np.where(down, 1.0, side))
+        live &= (np.abs(f_x) > RATE_TOLERANCE * np.maximum(x, 1e-300)) & (
+            hi - lo > RATE_TOLERANCE * hi
+        )
+    return np.where(saturated, top, x), saturated
+
+
+def decode_batch(steps: Steps, k) -> np.ndarray:
+    """The decoding batch ``b`` the replica settles at for each ``k`` (seconds of decode
+    per iteration-second a request brings: ``b = k · t_iter(b)``, Little's law), capped at
+    the KV slots. ``t_iter`` is piecewise linear over whole batches, so the least root is
+    found exactly, segment by segment; the least root is the one a replica reaches as load
+    ramps up from idle (above it the batch would shrink back to it)."""
+    k = np.atleast_1d(np.asarray(k, float))
+    table = steps.iter_table
+    h = k[:, None] * table[None, :] - np.arange(len(table))[None, :]  # > 0: the batch grows
+    below = h <= 0
+    j = np.where(below.any(axis=1), below.argmax(axis=1), 0)
+    hj, hprev = h[np.arange(len(k)), j], h[np.arange(len(k)), np.maximum(j - 1, 0)]
+    root = np.where(j > 0, j - 1 + hprev / np.maximum(hprev - hj, 1e-300), 0.0)
+    return np.where(below.any(axis=1), root, float(steps.slots))
 
 
 def load_point(
@@ -261,15 +232,15 @@ def load_point(
     users,
     think_time_s: float = 0.0,
     percentile: float = 90.0,
-    iterations: int = 60,
-    tolerance: float = 2e-4,
-    start: LoadPoint | None = None,
 ) -> LoadPoint:
-    """Solve the closed-loop model for each user count (a damped fixed point). Waits come
-    from finite-source queues (:func:`repairman`): for KV slots (``slots`` servers held for
-    prefill + decode) and for the prefill work (one server, ``I·s`` per prompt). The
-    response-time law of closed systems, ``N = X·(think + TTFT + decode)`` with ``X`` at most
-    the saturation rate, bounds TTFT from below, so past saturation TTFT grows linearly."""
+    """Solve the closed-loop model for each user count. At a request rate ``λ`` everything
+    follows (decoding batch, iteration time, the waits of the finite-source queues for KV
+    slots and for prefill, :class:`~estimator.queues.Repairman`), and so does the rate the
+    users would then send, ``N / (think + TTFT + decode)``. That implied rate never rises
+    with ``λ`` (more load only lengthens every wait: each queue's wait plus its users' time
+    away grows with the time away), so the fixed point is unique (:func:`rate_fixed_point`); at
+    the saturation rate the closed-system response-time law ``N = X·(think + TTFT + decode)``
+    sets TTFT, which then grows linearly with users."""
     n = np.atleast_1d(np.asarray(users, float))
     st = steps
     o, e, i_tok = st.output_tokens, st.tokens_per_iter, st.input_tokens
@@ -277,47 +248,35 @@ def load_point(
     x_max = saturation_rate(st)
     n_chunks = math.ceil(i_tok / st.chunk)
     s_pf = i_tok * st.s_token
-    if start is not None:  # warm start: interpolate an earlier solution (e.g. a coarser grid)
-        tpot = np.interp(n, start.users, start.tpot_s)
-        ttft = np.interp(n, start.users, np.minimum(start.ttft_s, 1e6))
-    else:
-        tpot = np.full_like(n, float(st.t_iter(1)) / e)
-        ttft = np.full_like(n, st.s_alone)
     others = np.maximum(n - 1, 0) / np.maximum(n, 1)  # a request never waits on itself
     prefill_queue, slot_queue = Repairman(n, 1), Repairman(n, c)
 
-    def solve(tpot, ttft):
-        dec_time = (o - 1) * tpot
-        lam = np.minimum(n / (think_time_s + ttft + dec_time), x_max)
-        b = np.minimum(lam * dec_time, c)
-        rho = np.minimum(lam * s_pf * others, 0.995)
-        own = s_pf + n_chunks * st.t_iter(b)
-        t_it = st.t_iter(b) / (1 - rho)
+    def at_rate(lam):
+        rho = np.minimum(lam * s_pf * others, 0.995)  # prefill share of the other users
+        b = np.minimum(decode_batch(st, lam * (o - 1) / ((1 - rho) * e)), c)
+        t_b = st.t_iter(b)
+        t_it = t_b / (1 - rho)
+        dec_time = (o - 1) * t_it / e
+        own = s_pf + n_chunks * t_b
         pw_pf, w_pf = prefill_queue(think_time_s + dec_time + own - s_pf, s_pf)
         w_pf = w_pf * PREFILL_WAIT_FACTOR
-        pw_sl, w_sl = slot_queue(think_time_s + np.maximum(w_pf, 0), own + dec_time)
+        pw_sl, w_sl = slot_queue(think_time_s + w_pf, own + dec_time)
         busy = np.minimum(1.0, lam * (own + dec_time) * others)
-        return dec_time, lam, b, rho, own, t_it, pw_pf, w_pf, pw_sl, w_sl, busy
+        ttft = w_sl + w_pf + busy * t_it / 2 + own
+        implied = n / (think_time_s + ttft + dec_time)
+        return implied, (b, rho, t_it, dec_time, own, pw_pf, w_pf, pw_sl, w_sl, busy, ttft)
 
-    for _ in range(iterations):
-        dec_time, lam, b, rho, own, t_it, _, w_pf, _, w_sl, busy = solve(tpot, ttft)
-        # closed-system response-time law, binding once the replica is saturated
-        law = np.where(lam >= x_max * 0.999, n / lam - think_time_s - dec_time, 0.0)
-        new_tpot = (1 - DAMP) * tpot + DAMP * t_it / e
-        new_ttft = (1 - DAMP) * ttft + DAMP * np.maximum(w_sl + w_pf + busy * t_it / 2 + own, law)
-        done = _settled(new_tpot, tpot, tolerance) and _settled(new_ttft, ttft, tolerance)
-        tpot, ttft = new_tpot, new_ttft
-        if done:
-            break
-    dec_time, lam, b, rho, own, t_it, pw_pf, w_pf, pw_sl, w_sl, busy = solve(tpot, ttft)
+    lam, saturated = rate_fixed_point(at_rate, x_max, n)
+    _, (b, rho, t_it, dec_time, own, pw_pf, w_pf, pw_sl, w_sl, busy, ttft) = at_rate(lam)
+    law = n / lam - think_time_s - dec_time  # the response-time law, binding at saturation
+    ttft = np.where(saturated, np.maximum(ttft, law), ttft)
     p = percentile / 100.0
     # the iteration running on arrival has a uniform residual: its p-quantile is p·t_iter
     waits = tail_wait(pw_pf, w_pf, p) + tail_wait(pw_sl, w_sl, p)
     ttft_p = np.maximum(own + busy * p * t_it + waits, ttft)
-    saturated = lam >= x_max * 0.999
     in_flight = np.minimum(lam * (own + dec_time), c)
     demand = n * (own + dec_time) / (think_time_s + own + dec_time)  # KV slots wanted
-    mem = st.memory_gb(in_flight)
+    tpot = t_it / e
     return LoadPoint(
         users=n,
         ttft_s=ttft,
@@ -329,7 +288,7 @@ def load_point(
         in_flight=in_flight,
         prefill_share=rho,
         slot_wait_prob=pw_sl,
-        memory_gb=mem,
+        memory_gb=st.memory_gb(in_flight),
         fits=demand <= c,
         stable=~saturated,
     )
@@ -357,130 +316,6 @@ def max_users_fit(points: LoadPoint) -> int:
     """Most users whose mean demand for KV slots fits in memory."""
     f = np.cumprod(points.fits).astype(bool)
     return int(points.users[f][-1]) if f.any() else 0
-
-
-def disaggregated_point(
-    steps: Steps,
-    prefill_replicas: int,
-    decode_replicas: int,
-    users,
-    think_time_s: float = 0.0,
-    percentile: float = 90.0,
-    kv_transfer_s: float = 0.0,
-    iterations: int = 60,
-    tolerance: float = 2e-4,
-    start: LoadPoint | None = None,
-) -> LoadPoint:
-    """Disaggregated prefill/decode (DistServe, Splitwise): ``prefill_replicas`` copies of the
-    model only prefill, ``decode_replicas`` only decode; each prompt's KV cache moves from one
-    pool to the other (``kv_transfer_s``). Prefill no longer interferes with decoding, and
-    prompts queue only behind prompts. TTFT = prefill-pool wait + the prefill (the prefill
-    instance emits the first token); the transfer delays the second token. Both waits are
-    finite-source queues as in :func:`load_point`; users are for the whole unit."""
-    n = np.atleast_1d(np.asarray(users, float))
-    st = steps
-    o, e = st.output_tokens, st.tokens_per_iter
-    c_dec = max(st.slots, 1) * decode_replicas
-    s_pf = st.s_alone  # a prefill instance runs prompts one after another
-    pf_queue, slot_queue = Repairman(n, prefill_replicas), Repairman(n, c_dec)
-    x_pf = prefill_replicas / s_pf
-    x_dec = c_dec * e / (float(st.t_iter(st.slots)) * (o - 1) + kv_transfer_s * e)
-    x_max = min(x_pf, x_dec)
-    if start is not None:
-        tpot = np.interp(n, start.users, start.tpot_s)
-        ttft = np.interp(n, start.users, np.minimum(start.ttft_s, 1e6))
-    else:
-        tpot = np.full_like(n, float(st.t_iter(1)) / e)
-        ttft = np.full_like(n, s_pf)
-
-    def solve(tpot, ttft):
-        dec_time = (o - 1) * tpot + kv_transfer_s
-        lam = np.minimum(n / (think_time_s + ttft + dec_time), x_max)
-        b = np.minimum(lam * (o - 1) * tpot / decode_replicas, st.slots)
-        pw_pf, w_pf = pf_queue(think_time_s + dec_time, s_pf)
-        pw_sl, w_sl = slot_queue(think_time_s + ttft, dec_time)
-        return dec_time, lam, b, pw_pf, w_pf * PREFILL_WAIT_FACTOR, pw_sl, w_sl
-
-    for _ in range(iterations):
-        dec_time, lam, b, _, w_pf, _, w_sl = solve(tpot, ttft)
-        law = np.where(lam >= x_max * 0.999, n / lam - think_time_s - dec_time, 0.0)
-        new_tpot = (1 - DAMP) * tpot + DAMP * (st.t_iter(b) / e + w_sl / max(o - 1, 1))
-        new_ttft = (1 - DAMP) * ttft + DAMP * np.maximum(w_pf + s_pf, law)
-        done = _settled(new_tpot, tpot, tolerance) and _settled(new_ttft, ttft, tolerance)
-        tpot, ttft = new_tpot, new_ttft
-        if done:
-            break
-    dec_time, lam, b, pw_pf, w_pf, pw_sl, w_sl = solve(tpot, ttft)
-    q_pf = tail_wait(pw_pf, w_pf, percentile / 100.0)
-    ttft_p = np.maximum(s_pf + q_pf, ttft)
-    in_flight = np.minimum(lam * dec_time / decode_replicas, st.slots)
-    demand = n * dec_time / (think_time_s + ttft + dec_time) / decode_replicas
-    mem = st.memory_gb(in_flight)
-    return LoadPoint(
-        users=n,
-        ttft_s=ttft,
-        ttft_pct_s=ttft_p,
-        tpot_s=tpot,
-        per_user_tokens_per_s=1.0 / tpot,
-        output_tokens_per_s=lam * o,
-        batch=b,
-        in_flight=in_flight,
-        prefill_share=np.zeros_like(n),
-        slot_wait_prob=pw_sl,
-        memory_gb=mem,
-        fits=demand <= st.slots,
-        stable=lam < x_max * 0.999,
-    )
-
-
-def kv_transfer_seconds(ev: Evaluator, input_tokens: int) -> float:
-    """Moving one prompt's KV cache between pools over the scale-out network: each GPU of the
-    prefill replica sends its shard through its own NIC (falls back to PCIe if the preset has
-    no NIC), plus a network latency."""
-    from .efficiency import link_defaults
-
-    per_gpu = float(ev.kv_bytes_per_gpu(1, input_tokens))
-    bw = (ev.gpu.scale_out_gb_s or ev.gpu.pcie_gb_s) * 1e9
-    return per_gpu / bw + link_defaults().nic_latency_us * 1e-6
-
-
-def load_curve(
-    ev: Evaluator,
-    steps: Steps,
-    think_time_s: float,
-    percentile: float,
-    split: tuple[int, int] | None = None,
-) -> Callable[..., LoadPoint]:
-    """users -> LoadPoint for one replica (``split`` None) or for a disaggregated unit of
-    ``split = (prefill replicas, decode replicas)``: the one place that choice is made."""
-    if split is None:
-        return lambda users, **kw: load_point(steps, users, think_time_s, percentile, **kw)
-    p, d = split
-    kt = kv_transfer_seconds(ev, steps.input_tokens)
-    return lambda users, **kw: disaggregated_point(
-        steps, p, d, users, think_time_s, percentile, kv_transfer_s=kt, **kw
-    )
-
-
-def users_past_saturation(
-    steps: Steps, think_time_s: float, split: tuple[int, int] | None = None
-) -> int:
-    """A user count safely past saturation (1.5x the most requests per second the replica or
-    unit completes, times one request's cycle at full batch): the top of a capacity scan."""
-    st = steps
-    decode_s = (st.output_tokens - 1) * float(st.t_iter(st.slots)) / st.tokens_per_iter
-    if split is None:
-        rate = saturation_rate(st)
-    else:
-        p, d = split
-        rate = min(
-            p / st.s_alone,
-            d
-            * max(st.slots, 1)
-            * st.tokens_per_iter
-            / (float(st.t_iter(st.slots)) * (st.output_tokens - 1)),
-        )
-    return max(4, math.ceil(1.5 * rate * (think_time_s + st.s_alone + decode_s)))
 
 
 def parse_disaggregation(text: str) -> tuple[int, int]:

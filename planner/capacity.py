@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from estimator import Evaluator
-from estimator.load import load_curve, prepare_steps, saturation_rate, users_past_saturation
+from estimator.curve import load_curve, users_past_saturation
+from estimator.load import prepare_steps, saturation_rate
 
 from .workloads import LLMWorkload
 
@@ -97,47 +98,34 @@ def llm_capacity(
     ev: Evaluator, w: LLMWorkload, steps=None, split: tuple[int, int] | None = None
 ) -> Capacity:
     """Largest number of sessions whose TTFT (at the percentile) and per-user speed meet the
-    targets and whose KV demand fits: a coarse geometric scan up to saturation, then a fine
-    scan between the last user count that passes and the first that fails, repeated until
-    they are one user apart (every metric is monotone in users). ``split``: a disaggregated
-    unit (prefill, decode replicas)."""
+    targets and whose KV demand fits: a coarse geometric scan up to past saturation, then
+    scans of the bracket between the last count that passes and the first that fails until
+    they are one user apart. ``split``: a disaggregated unit (prefill, decode replicas)."""
     st = steps or steps_for(ev, w)
     if st.slots < 1:
         return Capacity(0, "memory", float("inf"), 0.0, 0)
     curve, n_hi = _curve(ev, w, st, split)
     grid = np.unique(np.round(np.geomspace(1, n_hi, 10)))
-    # coarse pass: a loose fixed-point tolerance is enough to bracket the answer
-    lp = curve(grid, iterations=25, tolerance=1e-2)
+    lp = curve(grid)
     best_ttft, best_tps = float(lp.ttft_pct_s[0]), float(lp.per_user_tokens_per_s[0])
-    ok = np.cumprod(_ok(lp, w)).astype(bool)
+    ok = np.cumprod(_ok(lp, w)).astype(bool)  # never past a count that fails
     if not ok[0]:
         return Capacity(0, _binding(lp, 0, w), best_ttft, best_tps, st.slots)
     i = int(ok.sum()) - 1
     last = int(grid[i])
-    if i + 1 < len(grid):
-        # refine the bracket [last pass, first fail] until it is one user wide: seats are
-        # what the fleet is sized by, so a coarse answer would over-buy (up to ~5% measured)
-        nxt, lpf, binding = int(grid[i + 1]), lp, _binding(lp, i + 1, w)
-        while True:  # each round re-solves the bracket at full tolerance
-            fine = np.unique(np.round(np.linspace(last, nxt, min(nxt - last + 1, 24))))
-            lpf = curve(fine, start=lpf)
-            okf = np.cumprod(_ok(lpf, w)).astype(bool)
-            j = int(okf.sum()) - 1
-            if j < 0:  # the coarse (loose-tolerance) pass was optimistic: step back a point
-                nxt, binding, i = int(fine[0]), _binding(lpf, 0, w), i - 1
-                if i < 0:
-                    return Capacity(0, binding, best_ttft, best_tps, st.slots)
-                last = int(grid[i])
-                continue
-            if j + 1 >= len(fine):  # the re-solved end point passes after all: stop here
-                last = int(fine[j])
-                break
-            last, nxt = int(fine[j]), int(fine[j + 1])
-            binding = _binding(lpf, j + 1, w)
-            if nxt - last <= 1:
-                break
-    else:
-        binding = "saturation"
+    if i + 1 == len(grid):
+        return Capacity(last, "saturation", best_ttft, best_tps, st.slots)
+    # narrow [last pass, first fail] to one user: seats are what the fleet is sized by. The
+    # load curve is unique and monotone in users, so the passing counts are a prefix.
+    nxt, binding = int(grid[i + 1]), _binding(lp, i + 1, w)
+    while nxt - last > 1:
+        inner = np.unique(np.round(np.linspace(last, nxt, min(nxt - last + 1, 16))))[1:-1]
+        lpf = curve(inner)
+        okf = np.cumprod(_ok(lpf, w)).astype(bool)
+        j = int(okf.sum())
+        last = int(inner[j - 1]) if j else last
+        if j < len(inner):
+            nxt, binding = int(inner[j]), _binding(lpf, j, w)
     return Capacity(last, binding, best_ttft, best_tps, st.slots)
 
 
