@@ -13,6 +13,23 @@ from .results import Assignment, Plan
 from .workloads import LLMWorkload
 
 SECONDS_PER_YEAR = 365 * 86400
+TARGET_SLACK = 1e-9  # relative: the load model's own rounding, nothing more
+
+
+class PlanCheckError(RuntimeError):
+    """A plan about to be reported misses its own targets: a bug in the capacity search or
+    the load model, never to be printed as a recommendation."""
+
+
+def check_targets(w: LLMWorkload, op, where: str) -> None:
+    """Re-evaluate an assignment at the load it will carry: it must meet every target."""
+    misses = []
+    if w.ttft_s and op.ttft_s > w.ttft_s * (1 + TARGET_SLACK):
+        misses.append(f"TTFT p{w.ttft_percentile:g} {op.ttft_s:.4g} s > target {w.ttft_s:g} s")
+    if w.tokens_per_s and op.tokens_per_s < w.tokens_per_s * (1 - TARGET_SLACK):
+        misses.append(f"{op.tokens_per_s:.4g} tokens/s < target {w.tokens_per_s:g}")
+    if misses:
+        raise PlanCheckError(f"workload '{w.name}' on {where}: " + "; ".join(misses))
 
 
 def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
@@ -33,6 +50,7 @@ def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
             share = o.cap.units * n / served
             load = max(1, math.ceil(need * share / n))  # spread in proportion to capacity
             op = _operating_point(space, o, w, min(load, o.cap.units))
+            check_targets(w, op, f"{o.cand.label()} at {min(load, o.cap.units)} sessions")
             p = o.cand.parallel
             cycle = w.think_time_s + op.ttft_mean_s + (w.output_tokens - 1) / op.tokens_per_s
             active_sessions = w.users * w.hours_per_person / 24.0 * share
