@@ -25,6 +25,7 @@ from .parallel import Parallel
 from .resolve import get_any_model
 
 DEFAULT_IMAGE_SIDE = 1024  # vision-language: an image's side when none is given
+MAX_BATCH = 1_000_000  # sequences per replica; far beyond any engine's limit
 
 
 @dataclass
@@ -70,6 +71,8 @@ def _positive_batch(batch: int | str, error: str) -> int:
         raise EstimatorError(error) from None
     if b < 1:
         raise EstimatorError("--batch must be at least 1")
+    if b > MAX_BATCH:
+        raise EstimatorError(f"--batch may be at most {MAX_BATCH:,}")
     return b
 
 

@@ -29,6 +29,8 @@ from .load import (
 from .resolve import get_model
 
 DENSE_UP_TO = 64  # every user count up to here; beyond, 48 geometric points
+MAX_USERS = 10_000_000  # users on one curve
+MAX_POINTS = 10_000  # user counts on one curve
 
 
 def load_curve(
@@ -101,8 +103,14 @@ def _user_counts(users: list[int] | None, users_max: int | None, default_max: in
         out = sorted({int(x) for x in users})
         if not out or out[0] < 1:
             raise EstimatorError("--users must be positive integers")
+        if out[-1] > MAX_USERS or len(out) > MAX_POINTS:
+            raise EstimatorError(
+                f"--users: at most {MAX_POINTS:,} counts, each at most {MAX_USERS:,}"
+            )
         return out
     hi = users_max or default_max
+    if hi > MAX_USERS:
+        raise EstimatorError(f"--users-max may be at most {MAX_USERS:,}")
     if hi <= DENSE_UP_TO:
         return list(range(1, hi + 1))
     return sorted({int(x) for x in np.round(np.geomspace(1, hi, 48))})

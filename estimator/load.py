@@ -44,7 +44,7 @@ class Speculative(BaseModel):
     ``acceptance`` (independently; Leviathan et al. 2023). ``draft_cost``: one draft token's
     time as a share of a target decode step (a draft model ~0.05–0.15; n-gram lookup ~0)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
     method: Literal["draft", "ngram"] = "draft"
     tokens: int = Field(4, ge=1, le=16)
     acceptance: float = Field(0.7, ge=0, le=1)
@@ -63,7 +63,7 @@ class Speculative(BaseModel):
 class ServingOptions(BaseModel):
     """Optional serving features; every default is off or neutral."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
     think_time_s: float = Field(0.0, ge=0, description="mean pause between answer and next prompt")
     prefix_hit_rate: float = Field(0.0, ge=0, lt=1, description="share of prompt tokens cached")
     chunk_tokens: int | None = Field(None, ge=16, description="prefill tokens per iteration")

@@ -8,7 +8,6 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -19,6 +18,11 @@ from pydantic import (
 
 from .errors import ScenarioError
 from .kinds import KINDS
+from .workloads import STRICT
+from .yaml_input import load_yaml
+
+MAX_ERRORS = 20  # errors listed at most; the count of the rest follows
+MAX_AVAILABLE = 10_000_000  # GPUs of one type: beyond any fleet on Earth
 
 
 def _kind(v: Any) -> str:
@@ -34,12 +38,12 @@ Workload = Annotated[
 
 
 class Fleet(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     gpus: list[str] | None = None  # allowed GPU types (default: the whole catalogue)
     vendors: list[Literal["nvidia", "amd", "intel"]] | None = None
     single_type: bool = False
-    max_types: int | None = Field(None, ge=1, description="at most this many GPU types")
-    max_gpus_per_replica: int = Field(16, ge=1)
+    max_types: int | None = Field(None, ge=1, le=64, description="at most this many GPU types")
+    max_gpus_per_replica: int = Field(16, ge=1, le=1024)
     available: dict[str, int] = {}  # GPUs obtainable per type
 
     @field_validator("available")
@@ -48,31 +52,36 @@ class Fleet(BaseModel):
         for k, n in v.items():
             if n < 0:
                 raise ValueError(f"available[{k}] must be >= 0")
+            if n > MAX_AVAILABLE:
+                raise ValueError(f"available[{k}] must be at most {MAX_AVAILABLE:,}")
         return v
 
 
 class Cost(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     basis: Literal["purchase", "rental"] = "purchase"
-    years: float = Field(3, gt=0, description="horizon: purchase is paid off over it")
-    electricity_usd_per_kwh: float = Field(0.10, ge=0)
-    pue: float = Field(1.3, ge=1)
-    cost_of_capital: float = Field(0.08, ge=0, description="annual rate on the capex")
+    years: float = Field(3, gt=0, le=50, description="horizon: purchase is paid off over it")
+    electricity_usd_per_kwh: float = Field(0.10, ge=0, le=100)
+    pue: float = Field(1.3, ge=1, le=10)
+    cost_of_capital: float = Field(0.08, ge=0, le=10, description="annual rate on the capex")
     hosting_usd_per_kw_month: float = Field(
         0.0,
         ge=0,
+        le=1e6,
         description="colocation/facility cost per kW of IT load per month (0: not included)",
     )
 
 
 class Budget(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    max_usd: float | None = Field(None, gt=0, description="on the chosen basis, over the horizon")
-    max_power_kw: float | None = Field(None, gt=0)
+    model_config = STRICT
+    max_usd: float | None = Field(
+        None, gt=0, le=1e15, description="on the chosen basis, over the horizon"
+    )
+    max_power_kw: float | None = Field(None, gt=0, le=1e9)
 
 
 class Scenario(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     name: str = "scenario"
     workloads: list[Workload] = Field(min_length=1)
     fleet: Fleet = Fleet()
@@ -113,17 +122,7 @@ def _locate(node: yaml.Node | None, loc: tuple[Any, ...]) -> tuple[int | None, s
 def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:
     """Read and validate a scenario file. ``overrides`` applies dotted-key values first."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ScenarioError(f"cannot read scenario {p}: {e.strerror}") from None
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as e:
-        m = e.problem_mark
-        where = f"{p}:{m.line + 1}" if m else str(p)
-        raise ScenarioError(f"{where}: malformed YAML: {e.problem}") from None
+    node, data = load_yaml(p)
     if not isinstance(data, dict):
         raise ScenarioError(f"{p}: a scenario must be a mapping with at least 'workloads'")
     if overrides:
@@ -131,11 +130,14 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
+        errors = e.errors()
         lines = []
-        for err in e.errors():
+        for err in errors[:MAX_ERRORS]:
             line, key = _locate(node, err["loc"])
             where = f"{p}:{line}" if line else str(p)
             lines.append(f"{where}: {key}: {err['msg']}")
+        if len(errors) > MAX_ERRORS:
+            lines.append(f"... and {len(errors) - MAX_ERRORS:,} more")
         raise ScenarioError("invalid scenario\n" + "\n".join(lines)) from None
 
 

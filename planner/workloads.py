@@ -13,42 +13,50 @@ from estimator.load import ServingOptions, Speculative
 
 from .errors import ScenarioError
 
+# no `yes` for a count, no string for a number, no NaN or infinity (`null` is "no limit")
+STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
 
 class LLMWorkload(BaseModel):
     """A language-model chat/agent workload sized in seats (concurrent sessions)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     name: str = Field(min_length=1)
     kind: Literal["llm"] = "llm"
     model: str = Field(description="preset name/alias, or a path to a local config.json")
     weights: str = "bf16"
     kv_cache: str = "bf16"
     engine: str = "vllm"
-    users: float = Field(gt=0, description="people (worker-equivalents)")
+    users: float = Field(gt=0, le=1e9, description="people (worker-equivalents)")
     hours_per_person: float = Field(
         gt=0, le=24, description="hours a day a person drives a session"
     )
     utilisation: float = Field(gt=0, le=1, description="usable share of round-the-clock capacity")
-    input_tokens: int = Field(ge=1)
-    output_tokens: int = Field(ge=1)
-    ttft_s: float | None = Field(None, gt=0, description="time-to-first-token target")
+    input_tokens: int = Field(ge=1, le=10_000_000)
+    output_tokens: int = Field(ge=1, le=1_000_000)
+    ttft_s: float | None = Field(None, gt=0, le=86400, description="time-to-first-token target")
     ttft_percentile: float = Field(90, gt=0, lt=100)
-    tokens_per_s: float | None = Field(None, gt=0, description="per-user decode speed target")
+    tokens_per_s: float | None = Field(
+        None, gt=0, le=1e6, description="per-user decode speed target"
+    )
     # serving under load (estimator.load); every default is off or neutral
     think_time_s: float = Field(
         0.0,
         ge=0,
+        le=86400,
         description="mean pause between an answer and the next prompt; 0: a seat "
         "streams continuously (agents, pipelines); people chatting: 10-60 s",
     )
     prefix_hit_rate: float = Field(0.0, ge=0, lt=1, description="share of prompt tokens cached")
-    chunk_tokens: int | None = Field(None, ge=16, description="chunked-prefill tokens per step")
+    chunk_tokens: int | None = Field(
+        None, ge=16, le=10_000_000, description="chunked-prefill tokens per step"
+    )
     speculative: Speculative | None = None
     disaggregation: Literal["off", "auto", "only"] = Field(
         "off", description="separate prefill and decode pools: auto lets the planner choose"
     )
     # vision-language models: images in every prompt
-    images_per_request: int = Field(0, ge=0)
+    images_per_request: int = Field(0, ge=0, le=1000)
     image_resolution: str = Field("1024x1024", description="WxH of each image")
     _vlm: Any = PrivateAttr(default=None)
 
@@ -103,7 +111,7 @@ class LLMWorkload(BaseModel):
 
 
 class _FamilyWorkload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     name: str = Field(min_length=1)
     model: str = Field(description="a preset of the workload's family")
     weights: str = "bf16"
@@ -115,20 +123,20 @@ class EmbeddingWorkload(_FamilyWorkload):
     """Text embeddings or reranking: documents (query-document pairs) per second."""
 
     kind: Literal["embedding"]
-    docs_per_s: float = Field(gt=0, description="documents (or pairs) per second at peak")
-    input_tokens: int = Field(512, ge=1, description="tokens per document (pair)")
-    max_batch_latency_s: float = Field(1.0, gt=0, description="time one batch may take")
+    docs_per_s: float = Field(gt=0, le=1e9, description="documents (or pairs) per second at peak")
+    input_tokens: int = Field(512, ge=1, le=10_000_000, description="tokens per document (pair)")
+    max_batch_latency_s: float = Field(1.0, gt=0, le=86400, description="time one batch may take")
 
 
 class SpeechWorkload(_FamilyWorkload):
     """Speech recognition: concurrent real-time streams, or hours of audio a day."""
 
     kind: Literal["speech"]
-    streams: float | None = Field(None, gt=0, description="concurrent real-time streams")
-    audio_hours_per_day: float | None = Field(None, gt=0)
+    streams: float | None = Field(None, gt=0, le=1e9, description="concurrent real-time streams")
+    audio_hours_per_day: float | None = Field(None, gt=0, le=1e10)
     utilisation: float = Field(1.0, gt=0, le=1, description="for audio_hours_per_day")
     max_rtf: float = Field(0.5, gt=0, le=1, description="processing s per audio s, per stream")
-    beam: int = Field(1, ge=1)
+    beam: int = Field(1, ge=1, le=64)
 
     @model_validator(mode="after")
     def _one_demand(self) -> SpeechWorkload:
@@ -141,21 +149,27 @@ class WorldModelWorkload(_FamilyWorkload):
     """JEPA video world models: clips encoded per second."""
 
     kind: Literal["world_model"]
-    clips_per_s: float = Field(gt=0)
-    frames: int | None = Field(None, ge=1, description="frames per clip (default: the model's)")
-    resolution: int | None = Field(None, ge=16, description="square side in pixels")
-    max_latency_s: float = Field(1.0, gt=0, description="time one batch of clips may take")
+    clips_per_s: float = Field(gt=0, le=1e9)
+    frames: int | None = Field(
+        None, ge=1, le=100_000, description="frames per clip (default: the model's)"
+    )
+    resolution: int | None = Field(None, ge=16, le=16384, description="square side in pixels")
+    max_latency_s: float = Field(
+        1.0, gt=0, le=86400, description="time one batch of clips may take"
+    )
 
 
 class ImageGenerationWorkload(_FamilyWorkload):
     """Diffusion image generation: images per second (or per hour) at peak."""
 
     kind: Literal["image_generation"]
-    images_per_s: float | None = Field(None, gt=0)
-    images_per_hour: float | None = Field(None, gt=0)
-    max_s_per_image: float = Field(10.0, gt=0, description="time one batch may take")
-    resolution: int | None = Field(None, ge=64, description="square side (default: the model's)")
-    steps: int | None = Field(None, ge=1, description="default: the model card's")
+    images_per_s: float | None = Field(None, gt=0, le=1e9)
+    images_per_hour: float | None = Field(None, gt=0, le=1e12)
+    max_s_per_image: float = Field(10.0, gt=0, le=86400, description="time one batch may take")
+    resolution: int | None = Field(
+        None, ge=64, le=16384, description="square side (default: the model's)"
+    )
+    steps: int | None = Field(None, ge=1, le=10_000, description="default: the model card's")
     guidance: bool | None = None
 
     @model_validator(mode="after")
@@ -173,10 +187,10 @@ class VideoGenerationWorkload(_FamilyWorkload):
     """Diffusion video generation: videos per hour at peak."""
 
     kind: Literal["video_generation"]
-    videos_per_hour: float = Field(gt=0)
-    max_latency_s: float = Field(600.0, gt=0, description="time one video may take")
-    frames: int | None = Field(None, ge=1)
-    steps: int | None = Field(None, ge=1)
+    videos_per_hour: float = Field(gt=0, le=1e9)
+    max_latency_s: float = Field(600.0, gt=0, le=86400, description="time one video may take")
+    frames: int | None = Field(None, ge=1, le=100_000)
+    steps: int | None = Field(None, ge=1, le=10_000)
     guidance: bool | None = None
 
 
@@ -184,11 +198,11 @@ class RobotPolicyWorkload(_FamilyWorkload):
     """Vision-language-action policies: robots driven at a control rate."""
 
     kind: Literal["robot_policy"]
-    robots: float = Field(gt=0, description="robots running at once")
-    control_hz: float = Field(50.0, gt=0)
-    cameras: int = Field(1, ge=1)
-    action_horizon: int | None = Field(None, ge=1, description="default: the model's")
+    robots: float = Field(gt=0, le=1e9, description="robots running at once")
+    control_hz: float = Field(50.0, gt=0, le=100_000)
+    cameras: int = Field(1, ge=1, le=64)
+    action_horizon: int | None = Field(None, ge=1, le=100_000, description="default: the model's")
     execute_steps: int | None = Field(
         None, ge=1, description="actions executed before re-planning (default: the horizon)"
     )
-    flow_steps: int | None = Field(None, ge=1)
+    flow_steps: int | None = Field(None, ge=1, le=10_000)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from typing import Any
 
@@ -15,6 +16,20 @@ from estimator.engines import ENGINES
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 
 EXIT_INFEASIBLE, EXIT_BAD_INPUT = 1, 2
+MAX_GPUS = 4096  # GPUs in one estimate; a replica holds far fewer
+MAX_USERS = 10_000_000  # users on one curve
+
+
+class FiniteRange(click.FloatRange):
+    """A float range that also refuses NaN and infinity (which compare false to any bound)."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        v = super().convert(value, param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return v
 
 
 def friendly_errors(fn):
@@ -65,15 +80,17 @@ _REPLICA_OPTIONS = [
     ),
     click.option(
         "--gpus",
-        type=click.IntRange(min=1),
+        type=click.IntRange(1, MAX_GPUS),
         default=1,
         show_default=True,
         help="GPUs in total; more than TP×PP runs data-parallel replicas.",
     ),
-    click.option("--tp", type=click.IntRange(min=1), help="Tensor parallel (default: GPUs ÷ PP)."),
-    click.option("--pp", type=click.IntRange(min=1), help="Pipeline parallel (default 1)."),
     click.option(
-        "--ep", type=click.IntRange(min=1), help="Expert parallel, divides TP (default 1)."
+        "--tp", type=click.IntRange(1, MAX_GPUS), help="Tensor parallel (default: GPUs ÷ PP)."
+    ),
+    click.option("--pp", type=click.IntRange(1, MAX_GPUS), help="Pipeline parallel (default 1)."),
+    click.option(
+        "--ep", type=click.IntRange(1, MAX_GPUS), help="Expert parallel, divides TP (default 1)."
     ),
     click.option(
         "--attention-dp", is_flag=True, help="Run attention data-parallel across the TP group."
@@ -108,21 +125,21 @@ _SERVING_OPTIONS = [
     ),
     click.option(
         "--think-time",
-        type=click.FloatRange(min=0),
+        type=FiniteRange(0, 86_400),
         default=0.0,
         show_default=True,
         help="Mean seconds a user pauses between an answer and the next prompt.",
     ),
     click.option(
         "--prefix-hit-rate",
-        type=click.FloatRange(0, 1, max_open=True),
+        type=FiniteRange(0, 1, max_open=True),
         default=0.0,
         show_default=True,
         help="Share of prompt tokens served from the prefix cache.",
     ),
     click.option(
         "--chunk-tokens",
-        type=click.IntRange(min=16),
+        type=click.IntRange(16, 1_000_000),
         help="Chunked-prefill tokens per iteration (default: the engine's).",
     ),
     click.option(
@@ -132,7 +149,7 @@ _SERVING_OPTIONS = [
     ),
     click.option(
         "--spec-acceptance",
-        type=click.FloatRange(0, 1),
+        type=FiniteRange(0, 1),
         default=0.7,
         show_default=True,
         help="Speculative decoding: chance each proposed token is accepted.",
@@ -142,7 +159,7 @@ _SERVING_OPTIONS = [
     ),
     click.option(
         "--spec-draft-cost",
-        type=click.FloatRange(0, 1),
+        type=FiniteRange(0, 1),
         help="One draft token's time as a share of a target step (default: draft 0.1, ngram 0).",
     ),
 ]
@@ -151,35 +168,35 @@ _SERVING_OPTIONS = [
 _FAMILY_OPTIONS = [
     click.option(
         "--audio-seconds",
-        type=click.FloatRange(min=0, min_open=True),
+        type=FiniteRange(0, 1e7, min_open=True),
         default=30.0,
         show_default=True,
         help="Speech: audio per request.",
     ),
     click.option(
         "--beam",
-        type=click.IntRange(min=1),
+        type=click.IntRange(1, 1_000_000),
         default=1,
         show_default=True,
         help="Speech: beam width.",
     ),
-    click.option("--frames", type=click.IntRange(min=1), help="Video/JEPA: frames per clip."),
+    click.option("--frames", type=click.IntRange(1, 100_000), help="Video/JEPA: frames per clip."),
     click.option("--resolution", help="Image/video: WxH (default: the model's)."),
     click.option(
         "--horizon",
-        type=click.IntRange(min=0),
+        type=click.IntRange(0, 1_000_000),
         default=0,
         help="JEPA-AC: planning horizon (steps).",
     ),
     click.option(
         "--samples",
-        type=click.IntRange(min=0),
+        type=click.IntRange(0, 1_000_000),
         default=0,
         help="JEPA-AC: candidate action sequences per planning step.",
     ),
     click.option(
         "--images",
-        type=click.IntRange(min=0),
+        type=click.IntRange(0, 1_000_000),
         default=1,
         show_default=True,
         help="Vision-language: images per request.",
@@ -189,7 +206,7 @@ _FAMILY_OPTIONS = [
     ),
     click.option(
         "--steps",
-        type=click.IntRange(min=1),
+        type=click.IntRange(1, 1_000_000),
         help="Diffusion: denoising steps (default: the model card's).",
     ),
     click.option(
@@ -199,24 +216,24 @@ _FAMILY_OPTIONS = [
     ),
     click.option(
         "--cameras",
-        type=click.IntRange(min=1),
+        type=click.IntRange(1, 1_000_000),
         default=1,
         show_default=True,
         help="VLA: camera images per observation.",
     ),
     click.option(
         "--action-horizon",
-        type=click.IntRange(min=1),
+        type=click.IntRange(1, 1_000_000),
         help="VLA: actions per chunk (default: the model's).",
     ),
     click.option(
         "--flow-steps",
-        type=click.IntRange(min=1),
+        type=click.IntRange(1, 1_000_000),
         help="VLA: flow-matching denoising steps (default: the model's).",
     ),
     click.option(
         "--control-hz",
-        type=click.FloatRange(min=0, min_open=True),
+        type=FiniteRange(0, 1e7, min_open=True),
         default=50.0,
         show_default=True,
         help="VLA: robot control rate.",

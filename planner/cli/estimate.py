@@ -15,6 +15,8 @@ from ..render.estimate import does_not_fit, estimate_text
 from .common import (
     EXIT_INFEASIBLE,
     FORMAT,
+    MAX_USERS,
+    FiniteRange,
     dump,
     family_options,
     friendly_errors,
@@ -25,7 +27,7 @@ from .common import (
     serving_options,
 )
 
-TOKENS = {"type": click.IntRange(min=1), "show_default": True}
+TOKENS = {"type": click.IntRange(1, 10_000_000), "show_default": True}
 
 
 def _model(model_name: str | None, model_config: str | None) -> str:
@@ -108,22 +110,22 @@ def estimate_cmd(ctx, model_name, model_config, gpu_name, batch, fmt, **kw):
 @click.option("--users", "users_list", help="Comma-separated user counts, e.g. 1,2,4,8.")
 @click.option(
     "--users-max",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_USERS),
     help="Every user count from 1 to N (default: up to past the memory limit).",
 )
 @click.option(
     "--at",
     "at_users",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_USERS),
     help="The operating point to report (default: the knee).",
 )
-@click.option("--ttft-s", type=click.FloatRange(min=0, min_open=True), help="TTFT target.")
+@click.option("--ttft-s", type=FiniteRange(0, 1e7, min_open=True), help="TTFT target.")
 @click.option(
     "--tokens-per-s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(0, 1e7, min_open=True),
     help="Per-user decode speed target.",
 )
-@click.option("--percentile", type=click.FloatRange(1, 99.9), default=90.0, show_default=True)
+@click.option("--percentile", type=FiniteRange(1, 99.9), default=90.0, show_default=True)
 @serving_options
 @FORMAT
 @click.pass_context

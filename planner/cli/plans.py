@@ -9,6 +9,7 @@ import click
 
 from .common import EXIT_INFEASIBLE, FORMAT, OUT, dump, friendly_errors, presets_of
 
+MAX_TOP = 50  # plans ranked at most: each is one more solver run
 SCENARIO = click.argument("scenario_file", type=click.Path())
 
 
@@ -16,7 +17,7 @@ SCENARIO = click.argument("scenario_file", type=click.Path())
 @SCENARIO
 @click.option(
     "--top",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_TOP),
     default=5,
     show_default=True,
     help="Plans to rank: the recommendation and the next-best distinct fleets.",
