@@ -293,7 +293,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
     )
     text = header + yaml.safe_dump(doc, sort_keys=False)
-    atomic_write_text(target, text)
+    atomic_write_text(target, text, inputs=tuple(paths))
     from estimator.efficiency import calibration
 
     calibration.cache_clear()

@@ -1,5 +1,5 @@
 """``python -m planner``: the same commands as the ``planner`` script."""
 
-from .cli import main
+from .cli import run
 
-main(prog_name="planner")
+run()

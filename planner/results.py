@@ -245,14 +245,11 @@ def result_json(r: PlanResult) -> dict:
 
 
 # ---- CSV ----------------------------------------------------------------------------
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
 def escape_cell(v):
-    """Spreadsheets run cells that start with = + - @ as formulas: prefix text with '."""
-    if isinstance(v, str) and v.startswith(_FORMULA_START):
-        return "'" + v
-    return v
+    """Spreadsheet-safe cell (see :func:`estimator.files.csv_safe`)."""
+    from estimator.files import csv_safe
+
+    return csv_safe(v)
 
 
 def plan_rows(p: Plan, rank: int, extra: dict | None = None) -> list[dict]:
@@ -307,13 +304,8 @@ def ranked_rows(r: PlanResult, extra: dict | None = None) -> list[dict]:
     return rows
 
 
-def write_csv(rows: list[dict], path: Any) -> None:
-    """Atomically write rows as CSV, spreadsheet-safe: a temp file beside the target, then
-    rename."""
-    import pandas as pd
+def write_csv(rows: list[dict], path: Any, inputs: tuple = ()) -> None:
+    """Atomically write rows as a spreadsheet-safe CSV; never over one of ``inputs``."""
+    from estimator.files import write_csv as write
 
-    from estimator.files import atomic_write
-
-    df = pd.DataFrame(rows)
-    df = df.map(escape_cell) if hasattr(df, "map") else df.applymap(escape_cell)
-    atomic_write(path, lambda f: df.to_csv(f, index=False))
+    write(rows, path, inputs)

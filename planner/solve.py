@@ -44,6 +44,8 @@ def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> 
             break
         seen.append(s.gpus_by_type)
         res.alternatives.append(to_plan(pl, pl.options, s))
+    # proven optimal, each is no cheaper than the one before; unproven ones may be: sort
+    res.alternatives.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
     return res
 
 

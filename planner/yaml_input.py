@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,21 @@ _BOMS = (
     (codecs.BOM_UTF8, "utf-8-sig"),
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+class ScenarioLoader(yaml.SafeLoader):
+    """YAML 1.1 as PyYAML reads it, plus YAML 1.2's floats: ``2e6`` is the number people
+    mean (YAML 1.1 wants ``2.0e+6`` and would hand over the string "2e6")."""
+
+
+ScenarioLoader.yaml_implicit_resolvers = {
+    k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+ScenarioLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
 )
 
 
@@ -82,7 +98,7 @@ def _check_tree(root: yaml.Node, p: Path) -> None:
 def load_yaml(p: Path) -> tuple[yaml.Node | None, Any]:
     """(the node tree, for error locations; the data) of a YAML file, checked as above."""
     text = read_text(p)
-    loader = yaml.SafeLoader(text)
+    loader = ScenarioLoader(text)
     try:
         node = loader.get_single_node()
         if node is not None:

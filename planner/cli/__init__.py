@@ -6,6 +6,9 @@ Exit codes: 0 success, 1 no feasible configuration, 2 bad input.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from .catalog import gpus_group, models_group
@@ -42,4 +45,22 @@ for _cmd in (
 ):
     main.add_command(_cmd)
 
-__all__ = ["main"]
+
+def run() -> None:
+    """The ``planner`` script: ``main`` with clean exits. A reader that goes away (``planner
+    ... | head``) is not an error of ours: exit 0, with no traceback."""
+    try:
+        rv = main.main(prog_name="planner", standalone_mode=False)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # flush on exit: no-op
+        sys.exit(0)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+__all__ = ["main", "run"]

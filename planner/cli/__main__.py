@@ -1,5 +1,5 @@
 """``python -m planner.cli``: the same commands as the ``planner`` script."""
 
-from . import main
+from . import run
 
-main(prog_name="planner")
+run()

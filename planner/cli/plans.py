@@ -40,7 +40,7 @@ def solve_cmd(ctx, scenario_file, top, fmt, out, explain):
     else:
         click.echo(result_table(res, top, explain), nl=False)
     if out:
-        write_csv(res.rows(), out)
+        write_csv(res.rows(), out, inputs=(scenario_file,))
     if not res.feasible:
         if fmt == "json":
             click.echo(f"no feasible plan: {res.reason}", err=True)
@@ -64,7 +64,7 @@ def compare_cmd(ctx, scenario_file, by, fmt, out):
     c = compare(load_scenario(scenario_file), by, presets_of(ctx))
     click.echo(dump(c.to_dict()) if fmt == "json" else compare_table(c))
     if out:
-        write_csv(c.rows(), out)
+        write_csv(c.rows(), out, inputs=(scenario_file,))
     if not c.feasible:
         sys.exit(EXIT_INFEASIBLE)
 
@@ -92,6 +92,6 @@ def sweep_cmd(ctx, scenario_file, sets, fmt, out):
     s = sweep(scenario_file, parse_sets(sets), presets_of(ctx))
     click.echo(dump(s.to_dict()) if fmt == "json" else sweep_table(s))
     if out:
-        write_csv(s.rows(), out)
+        write_csv(s.rows(), out, inputs=(scenario_file,))
     if not s.feasible:
         sys.exit(EXIT_INFEASIBLE)

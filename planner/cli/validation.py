@@ -40,11 +40,15 @@ def validate_cmd(data, fmt, cv, report):
     elif fmt == "csv":
         import pandas as pd
 
-        click.echo(pd.DataFrame(v.records()).to_csv(index=False), nl=False)
+        from estimator.files import csv_safe
+
+        frame = pd.DataFrame(v.records())
+        frame = frame.map(csv_safe) if hasattr(frame, "map") else frame.applymap(csv_safe)
+        click.echo(frame.to_csv(index=False), nl=False)
     else:
         click.echo(validation_text(v))
     if report:
-        atomic_write_text(report, v.markdown())
+        atomic_write_text(report, v.markdown(), inputs=tuple(v.files))
 
 
 @click.command("calibrate")

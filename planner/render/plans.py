@@ -8,9 +8,14 @@ from ..results import Comparison, Plan, PlanResult, Sweep
 
 
 def _money(x: float) -> str:
-    if x >= 1e6:
-        return f"${x / 1e6:,.2f}M"
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+        if abs(x) >= scale:
+            return f"${x / scale:,.2f}{unit}"
     return f"${x:,.0f}"
+
+
+def _years(y: float) -> str:
+    return f"{y:g} year" + ("" if y == 1 else "s")
 
 
 def per_mtok(x: float | None) -> str:
@@ -59,7 +64,7 @@ ASSIGN_HEAD = [
 
 def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
     out = [
-        f"Scenario: {r.scenario}  (cost basis: {r.basis}, horizon {r.years:g} years)",
+        f"Scenario: {r.scenario}  (cost basis: {r.basis}, horizon {_years(r.years)})",
         "",
         "Demand:",
     ]
@@ -81,7 +86,7 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
     out.append("")
     out.append(f"Total: {p.total_gpus} GPUs, {p.power_kw:.1f} kW at TDP x PUE")
     cost = [
-        f"{_money(p.cost_usd)} over {r.years:g} years",
+        f"{_money(p.cost_usd)} over {_years(r.years)}",
         f"{_money(p.cost_per_year_usd)} per year",
     ]
     if r.basis == "purchase":
@@ -115,7 +120,7 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
         rows = [
             [
                 i + 2,
-                q.label(),
+                q.label() + ("" if q.optimal else " (not proven optimal)"),
                 "; ".join(
                     f"{a.workload}: {a.replicas}x{a.gpus_per_replica} {a.gpu} {a.split()}"
                     for a in q.assignments

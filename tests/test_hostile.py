@@ -1,0 +1,142 @@
+"""Hostile and careless input: each is a clear error (exit 2) or a correct result, never a
+traceback; files are written safely."""
+
+import csv
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from estimator.files import csv_safe
+from planner.cli import main
+from planner.errors import ScenarioError
+from planner.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAT = (ROOT / "scenarios" / "chat-assistant.yaml").read_text()
+
+
+def _load(tmp_path, text: str | bytes):
+    p = tmp_path / "s.yaml"
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return load_scenario(p)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("users: 2000", "users: yes"), "valid number"),
+        (("users: 2000", "users: '2000'"), "valid number"),
+        (("users: 2000", "users: .inf"), "finite number"),
+        (("users: 2000", "users: .nan"), "finite number"),
+        (("users: 2000", "users: 1e12"), "less than or equal to 1000000000"),
+        (("name: chat", "name: chat\n    name: again"), "repeats the one at line"),
+    ],
+)
+def test_bad_values_are_named_with_file_line_and_key(tmp_path, change, message):
+    text = CHAT.replace(*change)
+    assert text != CHAT
+    with pytest.raises(ScenarioError) as e:
+        _load(tmp_path, text)
+    assert message in str(e.value) and "s.yaml:" in str(e.value)
+
+
+def test_encodings(tmp_path):
+    assert _load(tmp_path, CHAT.encode("utf-16")).workloads[0].name
+    assert _load(tmp_path, b"\xef\xbb\xbf" + CHAT.encode()).workloads[0].name
+    with pytest.raises(ScenarioError, match="not UTF-8 text .*save the file as UTF-8"):
+        _load(tmp_path, CHAT.replace("Internal", "Intérnal").encode("latin-1"))
+
+
+def test_size_depth_and_error_count_are_bounded(tmp_path):
+    with pytest.raises(ScenarioError, match="nested more than"):
+        _load(tmp_path, "a: " + "[" * 1000 + "]" * 1000)
+    with pytest.raises(ScenarioError, match="at most 1,000,000 bytes"):
+        _load(tmp_path, "#" * 1_000_001)
+    many = CHAT + "".join(f"junk{i}: 1\n" for i in range(40_000))
+    with pytest.raises(ScenarioError) as e:
+        _load(tmp_path, many[:999_000])
+    assert "more" in str(e.value) and str(e.value).count("\n") <= 22
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(ScenarioError, match="not a regular file"):
+        load_scenario(fifo)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["curve", "--model", "llama-3.1-8b", "--gpu", "l4", "--think-time", "nan"],
+        ["curve", "--model", "llama-3.1-8b", "--gpu", "l4", "--ttft-s", "inf"],
+        ["estimate", "--model", "llama-3.1-8b", "--gpu", "l4", "--batch", "9999999"],
+        ["estimate", "--model", "llama-3.1-8b", "--gpu", "l4", "--gpus", "100000"],
+        ["solve", "scenarios/chat-assistant.yaml", "--top", "1000"],
+    ],
+)
+def test_cli_refuses_unbounded_or_non_finite_numbers(args, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2 and r.exception is None or isinstance(r.exception, SystemExit)
+    assert r.exit_code == 2
+
+
+def test_csv_cells_never_run_as_formulas():
+    for evil in ("=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "x\r=1+1", "x\n@cmd", "＝1"):
+        out = io.StringIO()
+        csv.writer(out).writerow([csv_safe(evil)])
+        for line in csv_safe(evil).split("\n"):
+            assert not line.startswith(("=", "+", "-", "@", "\t", "＝")), evil
+
+
+def test_validate_csv_is_escaped(monkeypatch):
+    r = CliRunner().invoke(main, ["validate", "--format", "csv"])
+    assert r.exit_code == 0
+    for row in csv.reader(io.StringIO(r.output)):
+        for cell in row:
+            assert not cell.startswith(("=", "+", "@")), cell
+
+
+def test_outputs_never_overwrite_inputs_follow_links_and_honour_the_umask(tmp_path):
+    sc = tmp_path / "s.yaml"
+    sc.write_text(CHAT)
+    r = CliRunner().invoke(main, ["solve", str(sc), "--out", str(sc)])
+    assert r.exit_code == 2 and "input of this command" in r.output
+    assert sc.read_text() == CHAT
+    real, link = tmp_path / "real.csv", tmp_path / "link.csv"
+    real.write_text("old")
+    link.symlink_to(real)
+    old = os.umask(0o022)
+    try:
+        assert CliRunner().invoke(main, ["solve", str(sc), "--out", str(link)]).exit_code == 0
+        fresh = tmp_path / "fresh.csv"
+        assert CliRunner().invoke(main, ["solve", str(sc), "--out", str(fresh)]).exit_code == 0
+    finally:
+        os.umask(old)
+    assert link.is_symlink() and real.read_text().startswith("rank,")
+    assert oct(fresh.stat().st_mode & 0o777) == oct(0o644)
+
+
+def test_a_closed_pipe_is_not_an_error():
+    p = subprocess.run(
+        f"{sys.executable} -m planner models list | head -1",
+        shell=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert "Traceback" not in p.stderr and p.returncode == 0
+    reader = (
+        "import subprocess, sys\n"
+        "p = subprocess.Popen([sys.executable, '-m', 'planner', 'models', 'list'],"
+        " stdout=subprocess.PIPE)\n"
+        "p.stdout.read(10); p.stdout.close(); sys.exit(p.wait())"
+    )
+    q = subprocess.run([sys.executable, "-c", reader], cwd=ROOT, capture_output=True, text=True)
+    assert q.returncode == 0, q.stderr
