@@ -12,26 +12,63 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .errors import EstimatorError
 from .model import Attention, DenseMlp, LanguageModel, Layer, Mamba, Moe
 
 Config = dict[str, Any]
 
 
+# Structural sizes: whole numbers of at least 1 (a layer count, a width), at most these.
+POSITIVE = {
+    "hidden_size": 10**6,
+    "intermediate_size": 10**7,
+    "moe_intermediate_size": 10**7,
+    "shared_expert_intermediate_size": 10**7,
+    "num_hidden_layers": 10**4,
+    "num_attention_heads": 10**4,
+    "num_key_value_heads": 10**4,
+    "head_dim": 10**5,
+    "vocab_size": 10**8,
+    "num_experts_per_tok": 10**4,
+    "n_routed_experts": 10**5,
+    "num_local_experts": 10**5,
+    "num_experts": 10**5,
+    "kv_lora_rank": 10**6,
+    "qk_nope_head_dim": 10**5,
+    "qk_rope_head_dim": 10**5,
+    "v_head_dim": 10**5,
+    "max_position_embeddings": 10**9,
+}
+
+
 class _Cfg:
-    """Key access that names the missing key and the model in its error."""
+    """Key access that names the key and the model in its error: a missing required key,
+    or a structural size that is not a whole number in range (a string, a bool, zero)."""
 
     def __init__(self, d: Config, where: str):
         self.d, self.where = d, where
 
+    def _checked(self, key: str, v: Any) -> Any:
+        top = POSITIVE.get(key)
+        if top is None:
+            return v
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= top:
+            raise EstimatorError(
+                f"{self.where}: config key '{key}' must be a whole number from 1 to {top:,}, "
+                f"not {v!r}"
+            )
+        return v
+
     def req(self, key: str) -> Any:
         if self.d.get(key) is None:
             raise EstimatorError(f"{self.where}: config is missing required key '{key}'")
-        return self.d[key]
+        return self._checked(key, self.d[key])
 
     def get(self, key: str, default: Any = None) -> Any:
         v = self.d.get(key)
-        return default if v is None else v
+        return default if v is None else self._checked(key, v)
 
 
 def _window_layers(c: _Cfg, n: int, sliding: Callable[[int], bool] | None) -> list[int | None]:
@@ -397,7 +434,26 @@ def model_from_config(config: Config, name: str, display_name: str = "") -> Lang
         raise EstimatorError(
             f"{name}: unsupported model_type '{tmt}'. Supported: {', '.join(sorted(PARSERS))}"
         )
-    model = parser(_Cfg(text, name), name)
+    try:
+        model = parser(_Cfg(text, name), name)
+    except EstimatorError:
+        raise
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise EstimatorError(
+            f"{name}: config values give an invalid {'.'.join(map(str, err['loc']))}: "
+            f"{err['msg']}"
+        ) from None
+    except (TypeError, ValueError, ZeroDivisionError, KeyError, IndexError) as e:
+        raise EstimatorError(
+            f"{name}: config.json has values the {tmt} parser cannot use ({e!r})"
+        ) from None
+    a = model.attention
+    if a is not None and a.num_kv_heads and a.num_heads % a.num_kv_heads:
+        raise EstimatorError(
+            f"{name}: num_key_value_heads {a.num_kv_heads} does not divide "
+            f"num_attention_heads {a.num_heads}"
+        )
     model.display_name = display_name or name
     model.extra_params, model.extra_params_note = extra, note
     return model
