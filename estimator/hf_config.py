@@ -441,8 +441,7 @@ def model_from_config(config: Config, name: str, display_name: str = "") -> Lang
     except ValidationError as e:
         err = e.errors()[0]
         raise EstimatorError(
-            f"{name}: config values give an invalid {'.'.join(map(str, err['loc']))}: "
-            f"{err['msg']}"
+            f"{name}: config values give an invalid {'.'.join(map(str, err['loc']))}: {err['msg']}"
         ) from None
     except (TypeError, ValueError, ZeroDivisionError, KeyError, IndexError) as e:
         raise EstimatorError(

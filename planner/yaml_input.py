@@ -98,8 +98,9 @@ def _check_tree(root: yaml.Node, p: Path) -> None:
 def load_yaml(p: Path) -> tuple[yaml.Node | None, Any]:
     """(the node tree, for error locations; the data) of a YAML file, checked as above."""
     text = read_text(p)
-    loader = ScenarioLoader(text)
+    loader = None
     try:
+        loader = ScenarioLoader(text)  # the reader refuses control characters here already
         node = loader.get_single_node()
         if node is not None:
             _check_tree(node, p)
@@ -108,8 +109,16 @@ def load_yaml(p: Path) -> tuple[yaml.Node | None, Any]:
         m = e.problem_mark
         where = f"{p}:{m.line + 1}" if m else str(p)
         raise ScenarioError(f"{where}: malformed YAML: {e.problem}") from None
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow
+        line = text[: e.position].count("\n") + 1
+        raise ScenarioError(
+            f"{p}:{line}: character U+{int(e.character):04X} is not allowed in YAML text"
+        ) from None
+    except yaml.YAMLError as e:
+        raise ScenarioError(f"{p}: malformed YAML: {e}") from None
     except RecursionError:
         raise ScenarioError(f"{p}: nested more than {MAX_DEPTH} levels deep") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return node, data
