@@ -15,7 +15,7 @@ Vendor = Literal["nvidia", "amd", "intel"]
 class ScaleUp(BaseModel):
     """The fast GPU-to-GPU fabric inside one box or rack (NVLink/NVSwitch, Infinity Fabric)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     kind: str
     bandwidth_gb_s: float = Field(ge=0, description="per GPU, per direction")
     latency_us: float = Field(gt=0, description="small-message link latency (alpha)")
@@ -23,7 +23,7 @@ class ScaleUp(BaseModel):
 
 
 class Accelerator(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str
     display_name: str
@@ -41,8 +41,8 @@ class Accelerator(BaseModel):
         None, gt=0, description="per-GPU NIC bandwidth per direction; None: no standard NIC"
     )
     tdp_w: float = Field(gt=0)
-    price_usd: float | None = None
-    rental_usd_per_hour: float | None = None
+    price_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
+    rental_usd_per_hour: float | None = Field(None, gt=0, allow_inf_nan=False)
     sources: dict[str, str]
     notes: str = ""
 

@@ -28,6 +28,8 @@ from .optimize import Limits, Option, Solution, solve
 from .scenario import Scenario
 from .workloads import LLMWorkload
 
+LARGE_DEMAND = 1e6  # seats (or docs/s, streams...) beyond which a plan says so
+
 # Prefill:decode replica ratios tried for disaggregated serving.
 DISAGG_SPLITS = ((1, 1), (1, 2), (1, 3), (2, 1), (2, 3), (1, 4))
 
@@ -76,6 +78,12 @@ class SearchSpace:
             else:
                 self.costs[g.name] = c
         self.demands = {w.name: demand_of(w) for w in sc.workloads}
+        for d in self.demands.values():
+            if d.amount > LARGE_DEMAND:
+                self.notes.append(
+                    f"workload '{d.workload}': {d.amount:,.0f} {d.unit} is an unusually large "
+                    f"demand ({d.arithmetic}); check the inputs before trusting the scale"
+                )
         for w in sc.workloads:
             if w.name in llm:
                 note = self.models[w.name].context_note(w.input_tokens + w.output_tokens)

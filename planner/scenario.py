@@ -22,6 +22,7 @@ from .workloads import STRICT
 from .yaml_input import load_yaml
 
 MAX_ERRORS = 20  # errors listed at most; the count of the rest follows
+MAX_WORKLOADS = 32  # workloads in one scenario: each multiplies the search
 MAX_AVAILABLE = 10_000_000  # GPUs of one type: beyond any fleet on Earth
 
 
@@ -83,7 +84,7 @@ class Budget(BaseModel):
 class Scenario(BaseModel):
     model_config = STRICT
     name: str = "scenario"
-    workloads: list[Workload] = Field(min_length=1)
+    workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
     fleet: Fleet = Fleet()
     cost: Cost = Cost()
     budget: Budget = Budget()

@@ -140,3 +140,24 @@ def test_a_closed_pipe_is_not_an_error():
     )
     q = subprocess.run([sys.executable, "-c", reader], cwd=ROOT, capture_output=True, text=True)
     assert q.returncode == 0, q.stderr
+
+
+def test_negative_prices_in_user_presets_are_refused(tmp_path):
+    import yaml
+
+    from estimator.catalog import gpu_catalog
+
+    g = gpu_catalog().items["l4"].model_dump()
+    g.update(name="cheap-l4", aliases=[], price_usd=-100.0)
+    (tmp_path / "gpus").mkdir()
+    (tmp_path / "gpus" / "mine.yaml").write_text(yaml.safe_dump([g]))
+    r = CliRunner().invoke(main, ["--presets", str(tmp_path), "gpus", "show", "cheap-l4"])
+    assert r.exit_code == 2 and "price_usd" in r.output
+
+
+def test_a_huge_but_valid_demand_is_planned_with_a_warning(tmp_path):
+    from planner import solve
+
+    text = CHAT.replace("users: 2000", "users: 900000000")
+    res = solve(_load(tmp_path, text), top=1)
+    assert any("unusually large" in n for n in res.notes)
