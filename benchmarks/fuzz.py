@@ -198,12 +198,19 @@ NAMES = st.sampled_from(
         "../../etc/passwd",
     ]
 )
+BAD_WORDS = ["int3", "tgi", "0x0", "x", "7x9", "0:1", "3:", "=1+1", "\x00", "max"]
 GPU_NAMES = st.sampled_from(["h100-sxm", "l4", "mi300x", "b200", "rtx-4090", "gaudi3", "nope"])
+
+
+def _sometimes(draw) -> bool:
+    return draw(st.integers(0, 2)) == 0
 
 
 @st.composite
 def cli_args(draw) -> list[str]:
-    cmd = draw(st.sampled_from(["estimate", "curve", "models", "gpus", "sweep"]))
+    cmd = draw(
+        st.sampled_from(["estimate", "estimate", "curve", "curve", "models", "gpus", "sweep"])
+    )
     if cmd == "models":
         return ["models", "show", draw(NAMES)]
     if cmd == "gpus":
@@ -213,39 +220,50 @@ def cli_args(draw) -> list[str]:
         vals = ",".join(draw(st.lists(NUMBER_TEXT, min_size=1, max_size=3)))
         return ["sweep", "SCENARIO", "--set", f"{key}={vals}"]
     args = [cmd, "--model", draw(NAMES), "--gpu", draw(GPU_NAMES)]
-    for opt in ("--gpus", "--tp", "--pp", "--ep", "--input-tokens", "--output-tokens"):
-        if draw(st.booleans()):
-            args += [opt, draw(NUMBER_TEXT)]
-    for opt, vals in (
-        ("--weights", ["bf16", "fp8", "int4", "fp4", "int3"]),
-        ("--kv", ["bf16", "fp8", "int4"]),
-        ("--engine", ["vllm", "sglang", "trtllm", "tgi"]),
-    ):
-        if draw(st.booleans()):
-            args += [opt, draw(st.sampled_from(vals))]
-    floats = ["--think-time", "--prefix-hit-rate", "--spec-acceptance"]
+    options = {
+        "--gpus": ["1", "2", "4", "8"],
+        "--tp": ["1", "2", "4", "8"],
+        "--pp": ["1", "2"],
+        "--ep": ["1", "2", "8"],
+        "--input-tokens": ["16", "1024", "8000", "32000"],
+        "--output-tokens": ["1", "64", "512", "4000"],
+        "--think-time": ["0", "1.5", "30"],
+        "--prefix-hit-rate": ["0", "0.5", "0.9"],
+        "--spec-tokens": ["2", "4"],
+        "--spec-acceptance": ["0", "0.7", "1"],
+        "--weights": ["bf16", "fp8", "int4", "fp4"],
+        "--kv": ["bf16", "fp8", "int4"],
+        "--engine": ["vllm", "sglang", "trtllm"],
+    }
     if cmd == "estimate":
-        floats += ["--audio-seconds", "--control-hz"]
-        if draw(st.booleans()):
-            args += ["--batch", draw(st.one_of(NUMBER_TEXT, st.just("max")))]
-        for opt in ("--steps", "--frames", "--cameras", "--images", "--beam"):
-            if draw(st.booleans()):
-                args += [opt, draw(NUMBER_TEXT)]
-        if draw(st.booleans()):
-            args += ["--resolution", draw(st.sampled_from(["1024x1024", "0x0", "x", "7x9"]))]
+        options |= {
+            "--batch": ["1", "8", "64", "max"],
+            "--steps": ["1", "20", "50"],
+            "--frames": ["1", "49", "64"],
+            "--cameras": ["1", "3"],
+            "--images": ["0", "1", "4"],
+            "--beam": ["1", "5"],
+            "--audio-seconds": ["5", "30", "600"],
+            "--control-hz": ["10", "50", "200"],
+            "--resolution": ["512x512", "1024x1024", "256x256"],
+        }
     else:
-        floats += ["--ttft-s", "--tokens-per-s", "--percentile"]
-        if draw(st.booleans()):
-            args += ["--users", ",".join(draw(st.lists(NUMBER_TEXT, min_size=1, max_size=4)))]
-        elif draw(st.booleans()):
-            args += ["--users-max", draw(NUMBER_TEXT)]
-        if draw(st.booleans()):
-            args += ["--disaggregate", draw(st.sampled_from(["1:2", "0:1", "x", "3:"]))]
-    for opt in floats:
-        if draw(st.booleans()):
-            args += [opt, draw(NUMBER_TEXT)]
-    if draw(st.booleans()):
-        args += ["--spec-tokens", draw(NUMBER_TEXT)]
+        options |= {
+            "--users-max": ["8", "64", "500"],
+            "--ttft-s": ["0.2", "1", "5"],
+            "--tokens-per-s": ["5", "30"],
+            "--percentile": ["50", "90", "99"],
+            "--disaggregate": ["1:2", "2:1", "1:1"],
+        }
+    # a clean case reaches the physics; a hostile one changes one option to a hostile value
+    hostile = draw(st.one_of(st.none(), st.sampled_from(list(options))))
+    for opt, valid in options.items():
+        if opt == hostile:
+            args += [opt, draw(st.one_of(NUMBER_TEXT, st.sampled_from(BAD_WORDS)))]
+        elif _sometimes(draw):
+            args += [opt, draw(st.sampled_from(valid))]
+    if cmd == "curve" and _sometimes(draw):
+        args += ["--users", ",".join(draw(st.lists(st.sampled_from(["1", "4", "32"]), max_size=4)))]
     return args
 
 
