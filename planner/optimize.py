@@ -7,6 +7,7 @@ the same scenario gives byte-identical output.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -112,7 +113,21 @@ def solve(
         counts = {g: sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g) for g in types}
         for prev in exclude:
             _forbid(m, counts, prev)
-    m.Minimize(sum((o.cost * TIE_SCALE + o.gpus) * x[i] for i, o in enumerate(options)))
+    # Every limit only removes fleets, so each workload's own cheapest cover bounds its part
+    # of the joint cost from below. If those covers together meet every limit, they are the
+    # optimum (proven by the bounds) and no search is needed; else they bound and seed it.
+    hint, proven = [0] * len(options), True
+    for w, need in required.items():
+        idx = [i for i, o in enumerate(options) if o.workload == w]
+        w_floor, w_reps = _cheapest_cover([options[i] for i in idx], need)
+        proven &= sum(options[i].capacity * n for i, n in zip(idx, w_reps, strict=True)) >= need
+        m.Add(sum(_weight(options[i]) * x[i] for i in idx) >= w_floor)
+        for i, n in zip(idx, w_reps, strict=True):
+            hint[i] = n
+            m.AddHint(x[i], n)
+    if proven and _meets_limits(options, hint, limits, exclude):
+        return _solution(options, dict((i, n) for i, n in enumerate(hint) if n), "optimal")
+    m.Minimize(sum(_weight(o) * x[i] for i, o in enumerate(options)))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
@@ -121,16 +136,72 @@ def solve(
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return _no_plan("infeasible" if status == cp_model.INFEASIBLE else "unknown")
     reps = {i: int(solver.Value(v)) for i, v in enumerate(x) if solver.Value(v) > 0}
+    return _solution(options, reps, "optimal" if status == cp_model.OPTIMAL else "feasible")
+
+
+def _weight(o: Option) -> int:
+    return o.cost * TIE_SCALE + o.gpus
+
+
+def _solution(options: list[Option], reps: dict[int, int], status: str) -> Solution:
     by_type: dict[str, int] = {}
     for i, n in reps.items():
         by_type[options[i].gpu] = by_type.get(options[i].gpu, 0) + options[i].gpus * n
     return Solution(
-        "optimal" if status == cp_model.OPTIMAL else "feasible",
+        status,
         reps,
         by_type,
         sum(options[i].cost * n for i, n in reps.items()),
         sum(options[i].gpus * n for i, n in reps.items()),
     )
+
+
+def _meets_limits(options: list[Option], reps: list[int], limits: Limits, exclude) -> bool:
+    """Whether replica counts satisfy every fleet limit and differ from every excluded fleet."""
+    by_type: dict[str, int] = {}
+    for o, n in zip(options, reps, strict=True):
+        if n:
+            by_type[o.gpu] = by_type.get(o.gpu, 0) + o.gpus * n
+    if limits.available and any(n > limits.available.get(g, n) for g, n in by_type.items()):
+        return False
+    max_types = 1 if limits.single_type else limits.max_types
+    if max_types is not None and len(by_type) > max_types:
+        return False
+    if limits.max_usd is not None and sum(
+        o.cost * n for o, n in zip(options, reps, strict=True)
+    ) > int(limits.max_usd):
+        return False
+    if limits.max_power_kw is not None and sum(
+        o.power_w * n for o, n in zip(options, reps, strict=True)
+    ) > int(limits.max_power_kw * 1000):
+        return False
+    return not any(by_type == {g: n for g, n in prev.items() if n} for prev in exclude or [])
+
+
+@lru_cache(maxsize=4096)
+def _cover(
+    caps: tuple[int, ...], weights: tuple[int, ...], need: int
+) -> tuple[int, tuple[int, ...]]:
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    x = [m.NewIntVar(0, -(-need // c), f"x{i}") for i, c in enumerate(caps)]
+    m.Add(sum(c * v for c, v in zip(caps, x, strict=True)) >= need)
+    m.Minimize(sum(wt * v for wt, v in zip(weights, x, strict=True)))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_deterministic_time = WORK_LIMIT
+    if solver.Solve(m) != cp_model.OPTIMAL:
+        return 0, tuple(0 for _ in caps)  # no proven floor: 0 is still a valid bound
+    return int(solver.ObjectiveValue()), tuple(int(solver.Value(v)) for v in x)
+
+
+def _cheapest_cover(options: list[Option], need: int) -> tuple[int, tuple[int, ...]]:
+    """One workload alone: the least objective covering ``need``, and its replica counts."""
+    caps = tuple(o.capacity for o in options)
+    weights = tuple(_weight(o) for o in options)
+    return _cover(caps, weights, need)
 
 
 def _forbid(m: cp_model.CpModel, counts: dict, prev: dict[str, int]) -> None:

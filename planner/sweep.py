@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 
 from .errors import ScenarioError
@@ -39,8 +40,16 @@ def parse_sets(sets: tuple[str, ...]) -> list[tuple[str, list]]:
     return out
 
 
+MAX_COMBINATIONS = 1000  # solves in one sweep (each is a full solve)
+
+
 def sweep_combinations(sets: list[tuple[str, list]]) -> list[dict]:
     keys = [k for k, _ in sets]
+    total = math.prod(len(v) for _, v in sets)
+    if total > MAX_COMBINATIONS:
+        raise ScenarioError(
+            f"--set gives {total:,} combinations; a sweep may have at most {MAX_COMBINATIONS:,}"
+        )
     return [
         dict(zip(keys, combo, strict=True)) for combo in itertools.product(*[v for _, v in sets])
     ]
