@@ -73,12 +73,21 @@ def describe_model(name: str, kv: str = "bf16", presets: tuple[str, ...] = ()) -
         info["extra_params_note"] = m.extra_params_note
     try:
         preset = get_model_preset(m.name, presets)
-        info["source"] = preset.source
+        info.update(_source(preset.source))
         info["published"] = preset.published.model_dump()
         info["verified"] = preset.verified
     except EstimatorError:
         info["source"] = m.display_name
     return info
+
+
+def _source(text: str) -> dict:
+    """Where the config was read (the address), apart from how it was transcribed."""
+    address, _, detail = text.partition(" (")
+    out = {"source": address}
+    if detail:
+        out["source_detail"] = detail.rstrip(")")
+    return out
 
 
 def _describe_family(name: str, presets: tuple[str, ...]) -> dict:
@@ -92,6 +101,6 @@ def _describe_family(name: str, presets: tuple[str, ...]) -> dict:
         "total_params": int(fm.params),
         "published": p.published.model_dump(exclude_none=True),
         "verified": p.verified,
-        "source": p.source,
+        **_source(p.source),
         "notes": p.notes,
     }

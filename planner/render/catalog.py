@@ -22,11 +22,11 @@ def model_text(info: dict) -> str:
         rows = [
             [k, f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v]
             for k, v in info.items()
-            if not isinstance(v, dict) and v != ""
+            if not isinstance(v, dict) and v != "" and k != "source_detail"
         ]
         rows += [[f"published.{k}", v] for k, v in info["published"].items()]
         return tabulate(rows, tablefmt="simple", disable_numparse=True)
-    rows = [[k, v] for k, v in info.items() if not isinstance(v, dict)]
+    rows = [[k, v] for k, v in info.items() if not isinstance(v, dict) and k != "source_detail"]
     rows += [[f"params.{k}", f"{v:,}"] for k, v in info["params_breakdown"].items()]
     return tabulate(rows, tablefmt="simple")
 
