@@ -8,6 +8,7 @@ on-demand $/GPU-hour around the clock. Both are reported per year and over the h
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from estimator.hardware import Accelerator
@@ -29,9 +30,10 @@ class GpuCost:
 
 
 def capital_recovery(rate: float, years: float) -> float:
-    if rate == 0:
-        return 1.0 / years
-    return rate / (1.0 - (1.0 + rate) ** -years)
+    """Annual payment per dollar borrowed at ``rate`` over ``years``: ``r / (1 − (1+r)^−n)``,
+    computed as ``r / −expm1(−n·log1p(r))`` so that a tiny rate does not round to 1/0."""
+    paid = -math.expm1(-years * math.log1p(rate))
+    return 1.0 / years if rate == 0 or paid == 0 else rate / paid
 
 
 def gpu_cost(gpu: Accelerator, cost: Cost) -> GpuCost | None:

@@ -61,7 +61,7 @@ class Fleet(BaseModel):
 class Cost(BaseModel):
     model_config = STRICT
     basis: Literal["purchase", "rental"] = "purchase"
-    years: float = Field(3, gt=0, le=50, description="horizon: purchase is paid off over it")
+    years: float = Field(3, ge=0.1, le=50, description="horizon: purchase is paid off over it")
     electricity_usd_per_kwh: float = Field(0.10, ge=0, le=100)
     pue: float = Field(1.3, ge=1, le=10)
     cost_of_capital: float = Field(0.08, ge=0, le=10, description="annual rate on the capex")

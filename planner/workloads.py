@@ -29,9 +29,11 @@ class LLMWorkload(BaseModel):
     engine: str = "vllm"
     users: float = Field(gt=0, le=1e9, description="people (worker-equivalents)")
     hours_per_person: float = Field(
-        gt=0, le=24, description="hours a day a person drives a session"
+        ge=0.01, le=24, description="hours a day a person drives a session"
     )
-    utilisation: float = Field(gt=0, le=1, description="usable share of round-the-clock capacity")
+    utilisation: float = Field(
+        ge=0.01, le=1, description="usable share of round-the-clock capacity"
+    )
     input_tokens: int = Field(ge=1, le=10_000_000)
     output_tokens: int = Field(ge=1, le=1_000_000)
     ttft_s: float | None = Field(None, gt=0, le=86400, description="time-to-first-token target")
@@ -134,7 +136,7 @@ class SpeechWorkload(_FamilyWorkload):
     kind: Literal["speech"]
     streams: float | None = Field(None, gt=0, le=1e9, description="concurrent real-time streams")
     audio_hours_per_day: float | None = Field(None, gt=0, le=1e10)
-    utilisation: float = Field(1.0, gt=0, le=1, description="for audio_hours_per_day")
+    utilisation: float = Field(1.0, ge=0.01, le=1, description="for audio_hours_per_day")
     max_rtf: float = Field(0.5, gt=0, le=1, description="processing s per audio s, per stream")
     beam: int = Field(1, ge=1, le=64)
 
