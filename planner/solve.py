@@ -33,7 +33,9 @@ def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> 
     for g in sorted({o.opt.gpu for o in pl.options}):
         sub = [o for o in pl.options if o.opt.gpu == g]
         s = pl.run(sub, pl.limits(single_type=False))
-        if s.found:
+        if s.found and s.gpus_by_type == sol.gpus_by_type and s.cost == sol.cost:
+            res.per_gpu_best.append(res.plan)  # the same fleet: the same plan and numbers
+        elif s.found:
             res.per_gpu_best.append(to_plan(pl, sub, s))
     res.per_gpu_best.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
     # next-best distinct fleets

@@ -544,3 +544,11 @@ def test_every_kind_names_the_bad_key_with_its_line(tmp_path, kind, body, key):
         load_scenario(p)
     assert f"workloads.0.{key}:" in str(e.value)
     assert f"{kind}." not in str(e.value)
+
+
+def test_the_same_fleet_shows_the_same_numbers_in_every_table():
+    """A single-type recommendation reappears in the best-per-GPU table with its own
+    assignment, cost and $/M tokens, not a re-spread of the same GPUs."""
+    res = plan_scenario(load_scenario(ROOT / "scenarios" / "two-workloads.yaml"))
+    same = [p for p in res.per_gpu_best if p.gpus_by_type == res.plan.gpus_by_type]
+    assert same and all(p.usd_per_million_tokens == res.plan.usd_per_million_tokens for p in same)
