@@ -128,11 +128,12 @@ def estimate(
             "image_resolution": [w, h],
         }
         i += images * per_image
-    if str(batch).strip().lower() == "max":
-        ev = Evaluator(llm, acc, par, weights, kv, engine)
-        b = max(int(ev.max_batch(i + output_tokens)), 1)
-    else:
+    is_max = str(batch).strip().lower() == "max"
+    if not is_max:  # a bad batch is named before the split is checked
         b = _positive_batch(batch, f"--batch must be a positive integer or 'max', not '{batch}'")
+    ev = Evaluator(llm, acc, par, weights, kv, engine)
+    if is_max:
+        b = max(int(ev.max_batch(i + output_tokens)), 1)
     wl = Workload(input_tokens=i, output_tokens=output_tokens, batch=b)
     base = estimate_replica(llm, acc, par, wl, weights=weights, kv=kv, engine=engine)
     est = ServingEstimate(**{k: getattr(base, k) for k in base.__dataclass_fields__})
@@ -141,7 +142,6 @@ def estimate(
     if not est.fits:
         est.advice = nearest_fit(llm, acc, par, wl, weights, kv, engine)
     split = parse_disaggregation(disaggregate) if isinstance(disaggregate, str) else disaggregate
-    ev = Evaluator(llm, acc, par, weights, kv, engine)
     est.under_load = under_load(ev, i, output_tokens, b, serving or ServingOptions(), split)
     est.vision = vision
     est.labels = {"model": llm.display_name or llm.name, "gpu": acc.display_name}

@@ -77,6 +77,23 @@ def solve(
     """Cheapest integer replica counts covering ``required`` units per workload."""
     from ortools.sat.python import cp_model  # imported on first solve: it loads pandas too
 
+    by_workload = {w: [i for i, o in enumerate(options) if o.workload == w] for w in required}
+    if not all(by_workload.values()):
+        return _no_plan()
+    # Every limit only removes fleets, so each workload's own cheapest cover bounds its part
+    # of the joint cost from below. If those covers together meet every limit, they are the
+    # optimum (proven by the bounds) and no search is needed; else they bound and seed it.
+    hint, floors, proven = [0] * len(options), {}, True
+    for w, idx in by_workload.items():
+        floors[w], reps = _cheapest_cover([options[i] for i in idx], required[w])
+        proven &= (
+            sum(options[i].capacity * n for i, n in zip(idx, reps, strict=True)) >= required[w]
+        )
+        for i, n in zip(idx, reps, strict=True):
+            hint[i] = n
+    covers = _solution(options, {i: n for i, n in enumerate(hint) if n}, "optimal")
+    if proven and _meets_limits(options, covers, limits, exclude):
+        return covers
     m = cp_model.CpModel()
     x = []
     for i, o in enumerate(options):
@@ -84,11 +101,10 @@ def solve(
         if limits.available and o.gpu in limits.available:
             ub = min(ub, limits.available[o.gpu] // o.gpus)
         x.append(m.NewIntVar(0, max(ub, 0), f"x{i}"))
-    for w, need in required.items():
-        idx = [i for i, o in enumerate(options) if o.workload == w]
-        if not idx:
-            return _no_plan()
-        m.Add(sum(options[i].capacity * x[i] for i in idx) >= need)
+        m.AddHint(x[i], hint[i])
+    for w, idx in by_workload.items():
+        m.Add(sum(options[i].capacity * x[i] for i in idx) >= required[w])
+        m.Add(sum(_weight(options[i]) * x[i] for i in idx) >= floors[w])
     types = sorted({o.gpu for o in options})
     if limits.available:
         for g in types:
@@ -113,30 +129,24 @@ def solve(
         counts = {g: sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g) for g in types}
         for prev in exclude:
             _forbid(m, counts, prev)
-    # Every limit only removes fleets, so each workload's own cheapest cover bounds its part
-    # of the joint cost from below. If those covers together meet every limit, they are the
-    # optimum (proven by the bounds) and no search is needed; else they bound and seed it.
-    hint, proven = [0] * len(options), True
-    for w, need in required.items():
-        idx = [i for i, o in enumerate(options) if o.workload == w]
-        w_floor, w_reps = _cheapest_cover([options[i] for i in idx], need)
-        proven &= sum(options[i].capacity * n for i, n in zip(idx, w_reps, strict=True)) >= need
-        m.Add(sum(_weight(options[i]) * x[i] for i in idx) >= w_floor)
-        for i, n in zip(idx, w_reps, strict=True):
-            hint[i] = n
-            m.AddHint(x[i], n)
-    if proven and _meets_limits(options, hint, limits, exclude):
-        return _solution(options, dict((i, n) for i, n in enumerate(hint) if n), "optimal")
     m.Minimize(sum(_weight(o) * x[i] for i, o in enumerate(options)))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-    solver.parameters.max_deterministic_time = work_limit
+    solver = _solver(work_limit)
     status = solver.Solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return _no_plan("infeasible" if status == cp_model.INFEASIBLE else "unknown")
     reps = {i: int(solver.Value(v)) for i, v in enumerate(x) if solver.Value(v) > 0}
     return _solution(options, reps, "optimal" if status == cp_model.OPTIMAL else "feasible")
+
+
+def _solver(work_limit: float):
+    """One worker, a fixed seed and a deterministic-time limit: byte-identical answers."""
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_deterministic_time = work_limit
+    return solver
 
 
 def _weight(o: Option) -> int:
@@ -156,24 +166,18 @@ def _solution(options: list[Option], reps: dict[int, int], status: str) -> Solut
     )
 
 
-def _meets_limits(options: list[Option], reps: list[int], limits: Limits, exclude) -> bool:
-    """Whether replica counts satisfy every fleet limit and differ from every excluded fleet."""
-    by_type: dict[str, int] = {}
-    for o, n in zip(options, reps, strict=True):
-        if n:
-            by_type[o.gpu] = by_type.get(o.gpu, 0) + o.gpus * n
+def _meets_limits(options: list[Option], sol: Solution, limits: Limits, exclude) -> bool:
+    """Whether a fleet satisfies every fleet limit and differs from every excluded fleet."""
+    by_type = sol.gpus_by_type
     if limits.available and any(n > limits.available.get(g, n) for g, n in by_type.items()):
         return False
     max_types = 1 if limits.single_type else limits.max_types
     if max_types is not None and len(by_type) > max_types:
         return False
-    if limits.max_usd is not None and sum(
-        o.cost * n for o, n in zip(options, reps, strict=True)
-    ) > int(limits.max_usd):
+    if limits.max_usd is not None and sol.cost > int(limits.max_usd):
         return False
-    if limits.max_power_kw is not None and sum(
-        o.power_w * n for o, n in zip(options, reps, strict=True)
-    ) > int(limits.max_power_kw * 1000):
+    power = sum(options[i].power_w * n for i, n in sol.replicas.items())
+    if limits.max_power_kw is not None and power > int(limits.max_power_kw * 1000):
         return False
     return not any(by_type == {g: n for g, n in prev.items() if n} for prev in exclude or [])
 
@@ -188,10 +192,7 @@ def _cover(
     x = [m.NewIntVar(0, -(-need // c), f"x{i}") for i, c in enumerate(caps)]
     m.Add(sum(c * v for c, v in zip(caps, x, strict=True)) >= need)
     m.Minimize(sum(wt * v for wt, v in zip(weights, x, strict=True)))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-    solver.parameters.max_deterministic_time = WORK_LIMIT
+    solver = _solver(WORK_LIMIT)
     if solver.Solve(m) != cp_model.OPTIMAL:
         return 0, tuple(0 for _ in caps)  # no proven floor: 0 is still a valid bound
     return int(solver.ObjectiveValue()), tuple(int(solver.Value(v)) for v in x)
