@@ -245,13 +245,6 @@ def result_json(r: PlanResult) -> dict:
 
 
 # ---- CSV ----------------------------------------------------------------------------
-def escape_cell(v):
-    """Spreadsheet-safe cell (see :func:`estimator.files.csv_safe`)."""
-    from estimator.files import csv_safe
-
-    return csv_safe(v)
-
-
 def plan_rows(p: Plan, rank: int, extra: dict | None = None) -> list[dict]:
     rows = []
     for a in p.assignments:
@@ -302,10 +295,3 @@ def ranked_rows(r: PlanResult, extra: dict | None = None) -> list[dict]:
     for i, p in enumerate(r.alternatives):
         rows += plan_rows(p, i + 2, extra)
     return rows
-
-
-def write_csv(rows: list[dict], path: Any, inputs: tuple = ()) -> None:
-    """Atomically write rows as a spreadsheet-safe CSV; never over one of ``inputs``."""
-    from estimator.files import write_csv as write
-
-    write(rows, path, inputs)

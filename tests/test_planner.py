@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from estimator.files import csv_safe as escape_cell
+from estimator.files import write_csv
 from planner.cli import main
 from planner.demand import seats
 from planner.optimize import Limits, Option, solve
 from planner.options import SearchSpace
-from planner.results import escape_cell, write_csv
 from planner.scenario import ScenarioError, load_scenario
 from planner.solve import plan_scenario
 

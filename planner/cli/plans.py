@@ -29,8 +29,9 @@ SCENARIO = click.argument("scenario_file", type=click.Path())
 @friendly_errors
 def solve_cmd(ctx, scenario_file, top, fmt, out, explain):
     """The cheapest feasible fleet for a scenario, and ranked alternatives."""
+    from estimator.files import write_csv
+
     from ..render.plans import result_table
-    from ..results import write_csv
     from ..scenario import load_scenario
     from ..solve import plan_scenario
 
@@ -56,8 +57,9 @@ def solve_cmd(ctx, scenario_file, top, fmt, out, explain):
 @friendly_errors
 def compare_cmd(ctx, scenario_file, by, fmt, out):
     """The best plan for each vendor or GPU type, side by side."""
+    from estimator.files import write_csv
+
     from ..render.plans import compare_table
-    from ..results import write_csv
     from ..scenario import load_scenario
     from ..solve import compare
 
@@ -85,8 +87,9 @@ def compare_cmd(ctx, scenario_file, by, fmt, out):
 @friendly_errors
 def sweep_cmd(ctx, scenario_file, sets, fmt, out):
     """Rerun the solve for every combination of --set values; one row per combination."""
+    from estimator.files import write_csv
+
     from ..render.plans import sweep_table
-    from ..results import write_csv
     from ..sweep import parse_sets, sweep
 
     s = sweep(scenario_file, parse_sets(sets), presets_of(ctx))
