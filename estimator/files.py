@@ -71,6 +71,10 @@ def write_csv(rows: list[dict], path: str | Path, inputs: tuple = ()) -> None:
     """Rows as a spreadsheet-safe CSV, written atomically."""
     import pandas as pd
 
-    df = pd.DataFrame(rows)
-    df = df.map(csv_safe) if hasattr(df, "map") else df.applymap(csv_safe)
+    df = safe_frame(pd.DataFrame(rows))
     atomic_write(path, lambda f: df.to_csv(f, index=False), inputs)
+
+
+def safe_frame(df):
+    """A DataFrame with every cell made spreadsheet-safe (:func:`csv_safe`)."""
+    return df.map(csv_safe) if hasattr(df, "map") else df.applymap(csv_safe)

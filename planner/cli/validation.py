@@ -40,10 +40,9 @@ def validate_cmd(data, fmt, cv, report):
     elif fmt == "csv":
         import pandas as pd
 
-        from estimator.files import csv_safe
+        from estimator.files import safe_frame
 
-        frame = pd.DataFrame(v.records())
-        frame = frame.map(csv_safe) if hasattr(frame, "map") else frame.applymap(csv_safe)
+        frame = safe_frame(pd.DataFrame(v.records()))
         click.echo(frame.to_csv(index=False), nl=False)
     else:
         click.echo(validation_text(v))
