@@ -10,6 +10,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Vendor = Literal["nvidia", "amd", "intel"]
+# consumer: GeForce-class cards (licence excludes data-centre use); workstation: pro desktop
+# cards (RTX A6000, RTX 6000 Ada); datacenter: everything sold for servers.
+Segment = Literal["datacenter", "workstation", "consumer"]
 
 
 class ScaleUp(BaseModel):
@@ -29,6 +32,7 @@ class Accelerator(BaseModel):
     display_name: str
     aliases: list[str] = []
     vendor: Vendor
+    segment: Segment
     family: str
     memory_gb: float = Field(gt=0)
     memory_type: str | None = None
