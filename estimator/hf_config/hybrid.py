@@ -1,0 +1,83 @@
+"""Hybrid parsers: attention interleaved with state-space (Mamba) mixers."""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import EstimatorError
+from ..model import DenseMlp, LanguageModel, Layer, Mamba, Moe
+from .keys import Cfg, base, gqa
+
+
+def nemotron_h(c: Cfg, name: str) -> LanguageModel:
+    """Nemotron-H: `hybrid_override_pattern` names each block: M Mamba-2, * attention,
+    - MLP (squared-ReLU, two matrices)."""
+    pattern = c.req("hybrid_override_pattern")
+    kinds = {
+        "M": Layer(mixer="mamba", mlp="none"),
+        "*": Layer(mixer="attention", mlp="none"),
+        "-": Layer(mixer="none", mlp="dense"),
+    }
+    bad = sorted(set(pattern) - set(kinds))
+    if bad:
+        raise EstimatorError(f"{name}: unsupported block kinds {bad} in hybrid_override_pattern")
+    layers = [kinds[ch] for ch in pattern]
+    nh, hd = c.req("mamba_num_heads"), c.req("mamba_head_dim")
+    mamba = Mamba(
+        version=2,
+        d_inner=nh * hd,
+        d_state=c.req("ssm_state_size"),
+        d_conv=c.get("conv_kernel", 4),
+        n_groups=c.get("n_groups", 1),
+        num_heads=nh,
+        conv_bias=bool(c.get("use_conv_bias", True)),
+        proj_bias=bool(c.get("use_bias", False)),
+    )
+    return base(
+        c,
+        name,
+        layers,
+        attention=gqa(c, qkv_bias=bool(c.get("attention_bias"))),
+        mamba=mamba,
+        dense_mlp=DenseMlp(
+            intermediate_size=c.req("intermediate_size"), gated=False, bias=bool(c.get("mlp_bias"))
+        ),
+    )
+
+
+def jamba(c: Cfg, name: str) -> LanguageModel:
+    n, h = c.req("num_hidden_layers"), c.req("hidden_size")
+    ap, ao = c.get("attn_layer_period", 8), c.get("attn_layer_offset", 4)
+    ep, eo = c.get("expert_layer_period", 2), c.get("expert_layer_offset", 1)
+    layers = [
+        Layer(
+            mixer="attention" if i % ap == ao else "mamba", mlp="moe" if i % ep == eo else "dense"
+        )
+        for i in range(n)
+    ]
+    dt_rank = c.get("mamba_dt_rank", "auto")
+    dt_rank = math.ceil(h / 16) if dt_rank == "auto" else int(dt_rank)
+    mamba = Mamba(
+        version=1,
+        d_inner=c.get("mamba_expand", 2) * h,
+        d_state=c.get("mamba_d_state", 16),
+        d_conv=c.get("mamba_d_conv", 4),
+        dt_rank=dt_rank,
+        conv_bias=bool(c.get("mamba_conv_bias", True)),
+        proj_bias=bool(c.get("mamba_proj_bias", False)),
+        inner_norms=True,
+    )
+    moe = Moe(
+        num_experts=c.req("num_experts"),
+        top_k=c.req("num_experts_per_tok"),
+        expert_intermediate_size=c.req("intermediate_size"),
+    )
+    return base(
+        c,
+        name,
+        layers,
+        attention=gqa(c),
+        mamba=mamba,
+        moe=moe,
+        dense_mlp=DenseMlp(intermediate_size=c.req("intermediate_size")),
+    )
