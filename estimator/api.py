@@ -22,7 +22,7 @@ from .hardware import Accelerator
 from .llm import Estimate, Evaluator, Workload, estimate_replica, parallel_for
 from .load import ServingOptions, parse_disaggregation, prepare_steps
 from .parallel import Parallel
-from .resolve import get_any_model
+from .resolve import get_any_model, weights_for
 
 DEFAULT_IMAGE_SIDE = 1024  # vision-language: an image's side when none is given
 MAX_BATCH = 1_000_000  # sequences per replica; far beyond any engine's limit
@@ -85,7 +85,7 @@ def estimate(
     pp: int | None = None,
     ep: int | None = None,
     attention_dp: bool = False,
-    weights: str = "bf16",
+    weights: str | None = None,
     kv: str = "bf16",
     engine: str = "vllm",
     batch: int | str = 1,
@@ -103,6 +103,7 @@ def estimate(
     for the largest whose KV cache fits. ``input_tokens`` None: 1,024 (encoders: at most
     what they read). ``family``: the non-LLM workload options (:class:`FamilyOptions`)."""
     m = get_any_model(model, None, presets)
+    weights = weights_for(model, weights, presets)
     acc = get_gpu(gpu, presets)
     par = parallel_for(gpus, tp, pp, ep, attention_dp)
     fam = family_of(m)

@@ -12,14 +12,15 @@ import os
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .errors import EstimatorError, UnknownNameError
+from .errors import EstimatorError
 from .hardware import Accelerator
 from .hf_config import model_from_config
+from .lookup import GpuCatalog, ModelCatalog
 from .model import LanguageModel
 
 
@@ -95,32 +96,8 @@ def _files(kind: str, extra_dirs: tuple[str, ...]) -> list[Path]:
     return out
 
 
-T = TypeVar("T")
-
-
-class Catalog(Generic[T]):
-    """Name -> item with case-insensitive aliases and closest-name suggestions."""
-
-    def __init__(self, kind: str, items: dict[str, T], aliases: dict[str, str]):
-        self.kind, self.items = kind, items
-        self._index = {k.lower(): k for k in items}
-        self._index.update({a.lower(): n for a, n in aliases.items()})
-
-    def names(self) -> list[str]:
-        return sorted(self.items)
-
-    def resolve_name(self, name: str) -> str:
-        key = self._index.get(name.strip().lower())
-        if key is None:
-            raise UnknownNameError(self.kind, name, self.names())
-        return key
-
-    def get(self, name: str) -> T:
-        return self.items[self.resolve_name(name)]
-
-
 @lru_cache(maxsize=8)
-def gpu_catalog(extra_dirs: tuple[str, ...] = ()) -> Catalog[Accelerator]:
+def gpu_catalog(extra_dirs: tuple[str, ...] = ()) -> GpuCatalog[Accelerator]:
     items: dict[str, Accelerator] = {}
     aliases: dict[str, str] = {}
     for path in _files("gpus", extra_dirs):
@@ -133,11 +110,11 @@ def gpu_catalog(extra_dirs: tuple[str, ...] = ()) -> Catalog[Accelerator]:
                 raise EstimatorError(_validation_message(path, e, f"[{i}].")) from None
             items[gpu.name] = gpu
             aliases.update({a: gpu.name for a in gpu.aliases})
-    return Catalog("gpu", items, aliases)
+    return GpuCatalog("gpu", items, aliases, {k: g.memory_gb for k, g in items.items()})
 
 
 @lru_cache(maxsize=8)
-def model_catalog(extra_dirs: tuple[str, ...] = ()) -> Catalog[ModelPreset]:
+def model_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[ModelPreset]:
     items: dict[str, ModelPreset] = {}
     aliases: dict[str, str] = {}
     for path in _files("models", extra_dirs):
@@ -147,7 +124,7 @@ def model_catalog(extra_dirs: tuple[str, ...] = ()) -> Catalog[ModelPreset]:
             raise EstimatorError(_validation_message(path, e)) from None
         items[preset.name] = preset
         aliases.update({a: preset.name for a in preset.aliases})
-    return Catalog("model", items, aliases)
+    return ModelCatalog("model", items, aliases)
 
 
 @lru_cache(maxsize=256)

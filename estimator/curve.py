@@ -26,7 +26,7 @@ from .load import (
     prepare_steps,
     saturation_rate,
 )
-from .resolve import get_model
+from .resolve import get_model, weights_for
 
 DENSE_UP_TO = 64  # every user count up to here; beyond, 48 geometric points
 MAX_USERS = 10_000_000  # users on one curve
@@ -125,7 +125,7 @@ def curve(
     pp: int | None = None,
     ep: int | None = None,
     attention_dp: bool = False,
-    weights: str = "bf16",
+    weights: str | None = None,
     kv: str = "bf16",
     engine: str = "vllm",
     input_tokens: int = 1024,
@@ -144,6 +144,7 @@ def curve(
     (most users within the targets, or before latency turns sharply upward), the most users
     that fit in memory and the operating point ``at`` (default: the knee)."""
     lm = get_model(model, presets)
+    weights = weights_for(model, weights, presets)
     acc = get_gpu(gpu, presets)
     par = parallel_for(gpus, tp, pp, ep, attention_dp)
     opts = serving or ServingOptions()

@@ -22,6 +22,16 @@ class UnknownNameError(EstimatorError):
         )
 
 
+class AmbiguousNameError(EstimatorError):
+    """A name that fits several presets equally; carries them so the user can pick one."""
+
+    def __init__(self, kind: str, name: str, candidates: list[str]):
+        self.kind, self.name, self.candidates = kind, name, candidates
+        super().__init__(
+            f"{kind} name '{name}' is ambiguous: it fits {', '.join(candidates)}; give one of these"
+        )
+
+
 class SplitError(EstimatorError):
     """A TP/PP/EP split that the model or the hardware cannot run; names the rule."""
 

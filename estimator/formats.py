@@ -35,6 +35,9 @@ WEIGHT_FORMATS: dict[str, Format] = {
         "W4A16 (AWQ/GPTQ, group 128): dequantised to BF16 for the math",
     ),
     "fp4": Format("fp4", 0.5 + 1 / 16, "fp4", "W4A4 NVFP4 (FP8 scale per 16 values)"),
+    # OCP MXFP4: one E8M0 scale per 32 values (gpt-oss ships its experts so); the math runs
+    # in FP4 where the GPU has it, else dequantised to 16-bit like any 4-bit format.
+    "mxfp4": Format("mxfp4", 0.5 + 1 / 32, "fp4", "MXFP4 (E8M0 scale per 32 values)"),
 }
 
 # KV-cache formats. INT4 KV carries a 16-bit scale per 64 values (KIVI-style grouping).

@@ -32,7 +32,7 @@ class Accelerator(BaseModel):
     display_name: str
     aliases: list[str] = []
     vendor: Vendor
-    segment: Segment
+    segment: Segment = "datacenter"  # a user preset may omit it; shipped ones all state it
     family: str
     memory_gb: float = Field(gt=0)
     memory_type: str | None = None

@@ -1,9 +1,12 @@
-"""Any model name a user types -> a built model: a language-model preset, a family preset
-(diffusion, speech, ...), or a local ``config.json`` (a file, or a folder holding one).
-Unknown names suggest the closest from every catalogue."""
+"""Any model name a user types -> a built model: a language-model preset (by name, alias,
+Hugging Face id or a derivative of one), a family preset (diffusion, speech, ...), or a local
+``config.json`` (a file, a model folder, or a Hugging Face cache folder). Unknown names
+suggest the closest from every catalogue; ambiguous ones list the candidates."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,25 +15,91 @@ from .errors import EstimatorError, UnknownNameError
 from .families import family_catalog, get_family_model, is_family_model
 from .hf_config import load_config_file
 from .model import LanguageModel
+from .names import config_weight_format
 
 
-def _is_config_path(name_or_path: str) -> bool:
-    p = Path(name_or_path)
-    return name_or_path.endswith(".json") or (p.is_dir() and (p / "config.json").is_file())
+@dataclass(frozen=True)
+class ModelRef:
+    """What a typed model name resolved to: the preset (None for a local config), the file
+    read (None for a preset), the weight format the name or the config implies (None: not
+    stated, bf16 by default), and one line on how it was read."""
+
+    query: str
+    preset: str | None
+    path: Path | None
+    weights: str | None
+    how: str
 
 
-def get_model(name_or_path: str, extra_dirs: tuple[str, ...] = ()) -> LanguageModel:
-    """A language-model preset by name or alias, or a local config.json."""
-    if _is_config_path(name_or_path):
-        return load_config_file(Path(name_or_path))
+def _cache_snapshot(folder: Path) -> Path | None:
+    """The config.json of a Hugging Face cache folder ``models--org--name``: the snapshot
+    that ``refs/main`` names, else the only (or newest) snapshot holding one."""
+    snaps = folder / "snapshots"
+    if not snaps.is_dir():
+        return None
+    ref = folder / "refs" / "main"
+    if ref.is_file():
+        p = snaps / ref.read_text().strip() / "config.json"
+        if p.is_file():
+            return p
+    found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def config_path(name_or_path: str) -> Path | None:
+    """The config.json a name points at, or None when it is not a local path."""
+    p = Path(name_or_path).expanduser()
+    if name_or_path.endswith(".json"):
+        return p
+    if not p.is_dir():
+        return None
+    if (p / "config.json").is_file():
+        return p / "config.json"
+    return _cache_snapshot(p)
+
+
+def _file_weights(path: Path) -> str | None:
+    try:
+        return config_weight_format(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None  # load_config_file reports the unreadable file
+
+
+def resolve_model(name_or_path: str, extra_dirs: tuple[str, ...] = ()) -> ModelRef:
+    """Read a typed language-model name or path (see the module docstring)."""
+    path = config_path(name_or_path)
+    if path is not None:
+        return ModelRef(name_or_path, None, path, _file_weights(path), f"config file {path}")
     cat = model_catalog(extra_dirs)
     try:
-        key = cat.resolve_name(name_or_path)
+        r = cat.resolve(name_or_path)
     except UnknownNameError:
         # suggest from every preset a user can name, the other model families included
         known = cat.names() + family_catalog(extra_dirs).names()
         raise UnknownNameError("model", name_or_path, known) from None
-    return build_model(key, extra_dirs)
+    weights = r.weights or config_weight_format(cat.items[r.key].config)
+    return ModelRef(name_or_path, r.key, None, weights, r.how)
+
+
+def get_model(name_or_path: str, extra_dirs: tuple[str, ...] = ()) -> LanguageModel:
+    """A language-model preset by name, alias or Hugging Face id, or a local config."""
+    ref = resolve_model(name_or_path, extra_dirs)
+    if ref.path is not None:
+        return load_config_file(ref.path)
+    return build_model(ref.preset, extra_dirs)
+
+
+def implied_weights(name: str | None, extra_dirs: tuple[str, ...] = ()) -> str | None:
+    """The weight format a model name implies (a -FP8/-AWQ suffix, or the checkpoint's
+    quantization_config); None for family presets and names that state none."""
+    if not name or is_family_model(name, extra_dirs):
+        return None
+    return resolve_model(name, extra_dirs).weights
+
+
+def weights_for(name: str | None, weights: str | None, extra_dirs: tuple[str, ...] = ()) -> str:
+    """The weight format to size with: the user's, else the one the name implies, else bf16."""
+    return weights or implied_weights(name, extra_dirs) or "bf16"
 
 
 def get_any_model(name: str | None, config_path: str | None, extra_dirs=()) -> Any:

@@ -17,6 +17,7 @@ from estimator import (
     gpu_catalog,
 )
 from estimator.families import family_of, get_family_model, is_family_model
+from estimator.resolve import weights_for
 
 from .candidates import Candidate, enumerate_candidates
 from .capacity import Capacity, llm_capacity, pareto_splits
@@ -128,13 +129,16 @@ class SearchSpace:
                     "give the workload the matching `kind`"
                 )
             w._vlm = vlm
+            w.weights = w.weights or "bf16"
             return vlm.llm
         if w.images_per_request:
             raise ScenarioError(
                 f"workload '{w.name}': images_per_request needs a "
                 "vision-language model (see `planner models list`)"
             )
-        return get_model(w.model, self.presets)
+        model = get_model(w.model, self.presets)
+        w.weights = weights_for(w.model, w.weights, self.presets)
+        return model
 
     def _allowed_gpus(self) -> list[Accelerator]:
         f = self.sc.fleet

@@ -24,7 +24,9 @@ class LLMWorkload(BaseModel):
     name: str = Field(min_length=1)
     kind: Literal["llm"] = "llm"
     model: str = Field(description="preset name/alias, or a path to a local config.json")
-    weights: str = "bf16"
+    weights: str | None = Field(
+        None, description="weight format; default: what the model name or config implies, else bf16"
+    )
     kv_cache: str = "bf16"
     engine: str = "vllm"
     users: float = Field(gt=0, le=1e9, description="people (worker-equivalents)")
@@ -92,7 +94,9 @@ class LLMWorkload(BaseModel):
 
     @field_validator("weights")
     @classmethod
-    def _w(cls, v: str) -> str:
+    def _w(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
         if v.lower() not in WEIGHT_FORMATS:
             raise ValueError(f"unknown weight format '{v}'; use one of {', '.join(WEIGHT_FORMATS)}")
         return v.lower()

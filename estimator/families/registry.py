@@ -15,8 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..catalog import Catalog, Published, read_yaml, shipped_dir, user_dirs
+from ..catalog import Published, read_yaml, shipped_dir, user_dirs
 from ..errors import EstimatorError, UnknownNameError
+from ..lookup import ModelCatalog
 
 
 class FamilyPublished(Published):
@@ -63,7 +64,7 @@ def family_of(model: Any) -> Family | None:
 
 
 @lru_cache(maxsize=8)
-def family_catalog(extra_dirs: tuple[str, ...] = ()) -> Catalog[FamilyPreset]:
+def family_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[FamilyPreset]:
     items: dict[str, FamilyPreset] = {}
     aliases: dict[str, str] = {}
     roots = [shipped_dir() / "families"] + [d / "families" for d in user_dirs(extra_dirs)]
@@ -79,7 +80,7 @@ def family_catalog(extra_dirs: tuple[str, ...] = ()) -> Catalog[FamilyPreset]:
                 continue  # transcribed, but this family's physics is not built yet
             items[preset.name] = preset
             aliases.update({a: preset.name for a in preset.aliases})
-    return Catalog("model", items, aliases)
+    return ModelCatalog("model", items, aliases)
 
 
 @lru_cache(maxsize=128)

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from ..errors import EstimatorError
 from ..model import LanguageModel
-from . import dense, hybrid, moe
+from . import classic, dense, hybrid, moe
 from .keys import Cfg, Config
 
 PARSERS: dict[str, Callable[[Cfg, str], LanguageModel]] = {
@@ -34,6 +34,7 @@ PARSERS: dict[str, Callable[[Cfg, str], LanguageModel]] = {
     **dict.fromkeys(("llama4", "llama4_text"), moe.llama4),
     "gpt_oss": moe.gpt_oss,
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe"), moe.deepseek_like),
+    **dict.fromkeys(classic.CLASSIC, classic.classic),
     "nemotron_h": hybrid.nemotron_h,
     "jamba": hybrid.jamba,
 }
@@ -48,12 +49,22 @@ _KEY_ALIASES: dict[str, dict[str, str]] = {
         "n_layer": "num_hidden_layers",
         "n_head_kv": "num_kv_heads",
     },
+    **dict.fromkeys(classic.CLASSIC, classic.KEY_ALIASES),
 }
 
 # Keys a released config.json may omit because transformers fills them from the config
-# class's defaults (source: transformers Gemma3TextConfig / Gemma3Config defaults).
+# class's defaults (source: transformers Gemma3TextConfig: vocab 262208, 8 heads, 4 KV heads,
+# head_dim 256, 131072 positions; google/gemma-3-4b-it's config.json relies on them).
 _DEFAULTS: dict[str, Config] = {
-    "gemma3_text": {"vocab_size": 262208, "sliding_window_pattern": 6, "tie_word_embeddings": True},
+    "gemma3_text": {
+        "vocab_size": 262208,
+        "sliding_window_pattern": 6,
+        "tie_word_embeddings": True,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131072,
+    },
 }
 
 # Multimodal wrappers whose language model sits in ``text_config``.

@@ -16,8 +16,6 @@ POSITIVE = {
     "hidden_size": 10**6,
     "intermediate_size": 10**7,
     "moe_intermediate_size": 10**7,
-    "shared_expert_intermediate_size": 10**7,
-    "shared_intermediate_size": 10**7,
     "num_hidden_layers": 10**4,
     "num_attention_heads": 10**4,
     "num_key_value_heads": 10**4,
@@ -33,6 +31,8 @@ POSITIVE = {
     "v_head_dim": 10**5,
     "max_position_embeddings": 10**9,
 }
+# Sizes where 0 means "none" (Qwen3-Coder-480B: no shared expert).
+NON_NEGATIVE = {"shared_expert_intermediate_size": 10**7, "shared_intermediate_size": 10**7}
 
 
 class Cfg:
@@ -43,13 +43,14 @@ class Cfg:
         self.d, self.where = d, where
 
     def _checked(self, key: str, v: Any) -> Any:
-        top = POSITIVE.get(key)
+        low = 1 if key in POSITIVE else 0
+        top = POSITIVE.get(key) or NON_NEGATIVE.get(key)
         if top is None:
             return v
-        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= top:
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= top:
             raise EstimatorError(
-                f"{self.where}: config key '{key}' must be a whole number from 1 to {top:,}, "
-                f"not {v!r}"
+                f"{self.where}: config key '{key}' must be a whole number from {low} to "
+                f"{top:,}, not {v!r}"
             )
         return v
 

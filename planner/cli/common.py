@@ -98,8 +98,9 @@ _REPLICA_OPTIONS = [
     click.option(
         "--weights",
         type=click.Choice(list(WEIGHT_FORMATS), case_sensitive=False),
-        default="bf16",
-        show_default=True,
+        default=None,
+        help="Weight format [default: what the model name or its config implies "
+        "(-FP8, -AWQ, quantization_config), else bf16].",
     ),
     click.option(
         "--kv",
