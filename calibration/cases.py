@@ -58,8 +58,6 @@ _KV = {
     "int8": "fp8",
     "int4": "int4",
 }
-_GPU_ALIASES = {"GB200 (NVL72)": "gb200", "GH200-120GB (96GB HBM3)": "gh200-96gb"}
-
 UNIT = Efficiency(
     memory=1.0,
     compute=1.0,
@@ -163,9 +161,8 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         model = get_model(row["model"].split(" ")[0])
     except EstimatorError:
         return Skipped(idx, row, f"unknown model '{row['model']}'")
-    gname = _GPU_ALIASES.get(row["gpu"].strip(), row["gpu"].strip())
     try:
-        gpu = get_gpu(gname)
+        gpu = get_gpu(row["gpu"].strip())
     except EstimatorError:
         return Skipped(idx, row, f"unknown GPU '{row['gpu']}'")
     wd = row.get("weight_dtype", "").strip().lower()

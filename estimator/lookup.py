@@ -115,15 +115,15 @@ class GpuCatalog(Catalog[T]):
         if exact is not None:
             return exact
         base, mem = gpu_key(name)
-        for hits in (self._by_key.get((base, mem), set()), self._by_key.get((base, None), set())):
-            hits = {h for h in hits if self._fits(h, mem)}
+        # a spelling with the same memory figure is taken as the alias says (nvidia-smi
+        # calls the 96 GB GH200 'GH200 480GB', its module memory); otherwise the memory
+        # a name states must be the preset's
+        exact = self._by_key.get((base, mem), set())
+        loose = {h for h in self._by_key.get((base, None), set()) if self._fits(h, mem)}
+        spread = {h for h in self._by_base.get(base, set()) if self._fits(h, mem)}
+        for hits in (exact, loose, spread):
             if len(hits) == 1:
                 return next(iter(hits))
             if len(hits) > 1:
                 raise AmbiguousNameError(self.kind, name, sorted(hits))
-        hits = {h for h in self._by_base.get(base, set()) if self._fits(h, mem)}
-        if len(hits) == 1:
-            return next(iter(hits))
-        if len(hits) > 1:
-            raise AmbiguousNameError(self.kind, name, sorted(hits))
         raise UnknownNameError(self.kind, name, self.names())
