@@ -273,9 +273,9 @@ def test_unknown_model_in_scenario_suggests(tmp_path):
 
 
 def test_unknown_gpu_in_fleet(tmp_path):
-    p = write(tmp_path, chat(tmp_path).read_text().replace("l40s", "l40"))
+    p = write(tmp_path, chat(tmp_path).read_text().replace("l40s", "l40q"))
     r = invoke("solve", p)
-    assert r.exit_code == 2 and "l40s" in r.output
+    assert r.exit_code == 2 and "unknown gpu 'l40q'" in r.output and "l40s" in r.output
 
 
 def test_missing_file():
