@@ -121,6 +121,16 @@ class Skipped:
     row: dict
     reason: str
 
+    @property
+    def kind(self) -> str:
+        """naming: the model or GPU is not in the catalogue; unpublished: the source leaves
+        out an input the estimate needs; other: the row cannot be scored as stated."""
+        if self.reason.startswith(("unknown model", "unknown GPU", "ambiguous")):
+            return "naming"
+        if "not published" in self.reason:
+            return "unpublished"
+        return "other"
+
 
 def _int(v: str) -> int | None:
     try:

@@ -38,6 +38,30 @@ def run(paths: list[Path], cross_validation: bool = False) -> Report:
     return rep
 
 
+def coverage(rep: Report) -> dict:
+    """How many rows were scored, and how many were skipped for which kind of reason."""
+    from collections import Counter
+
+    kinds = Counter(s.kind for s in rep.skipped)
+    total = len(rep.cases) + len(rep.skipped)
+    return {
+        "rows": total,
+        "evaluated": len(rep.cases),
+        "skipped": {k: kinds.get(k, 0) for k in ("naming", "unpublished", "other")},
+        "skipped_naming_pct": round(100 * kinds.get("naming", 0) / total, 1) if total else 0.0,
+        "reasons": dict(Counter(s.reason for s in rep.skipped).most_common()),
+    }
+
+
+def coverage_line(cov: dict) -> str:
+    sk = cov["skipped"]
+    return (
+        f"{cov['evaluated']} of {cov['rows']} rows evaluated; skipped: {sk['naming']} for "
+        f"naming (model or GPU not in the catalogue, {cov['skipped_naming_pct']}%), "
+        f"{sk['unpublished']} for inputs the source does not publish, {sk['other']} other"
+    )
+
+
 def row_records(rep: Report) -> list[dict]:
     """Per-row output: the input columns plus predicted, error_pct, status."""
     out = []
@@ -105,7 +129,7 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         "## What was compared",
         "",
         f"Inputs: {', '.join(display_name(f) for f in files)}. "
-        f"{len(rep.cases)} rows evaluated, {len(rep.skipped)} skipped (reasons below). "
+        f"{coverage_line(coverage(rep))} (reasons below). "
         "Each row is a published number measured on real GPUs (see "
         "`calibration/data/README.md` for the columns and sources); the estimator predicts "
         "it from the model's config, the GPU preset and the row's split, formats, engine, "
@@ -228,6 +252,7 @@ class Validation:
 
         return {
             "rows": self.records(),
+            "coverage": coverage(self.report),
             "summary": self.report.summary,
             "cv_summary": self.report.cv_summary,
             "families": [{**asdict(r), "error_pct": r.error_pct} for r in self.family_rows],

@@ -96,6 +96,9 @@ def base(c: Cfg, name: str, layers: list[Layer], **kw) -> LanguageModel:
         vocab_size=c.req("vocab_size"),
         tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
         layers=layers,
-        max_context=c.get("max_position_embeddings"),
+        # LLaMA 1 and BLOOM-era configs name the trained length max_sequence_length/seq_length
+        max_context=c.get("max_position_embeddings")
+        or c.get("max_sequence_length")
+        or c.get("seq_length"),
         **kw,
     )

@@ -9,7 +9,7 @@ from estimator.describe import describe_model, list_models
 from estimator.formats import KV_FORMATS
 
 from ..render.catalog import gpu_text, gpus_table, model_text, models_table
-from .common import dump, friendly_errors, presets_of
+from .common import FiniteRange, dump, friendly_errors, presets_of
 
 LIST_FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 
@@ -20,12 +20,17 @@ def models_group():
 
 
 @models_group.command("list")
+@click.option("--family", help="llm, dense, moe, mla, hybrid, sliding-window, diffusion_image...")
+@click.option("--vendor", help="The maker's Hugging Face org, or part of it (meta, qwen...).")
+@click.option("--series", help="Name prefix of the series (llama-3.1, qwen2.5, gemma-3...).")
+@click.option("--min-params", type=FiniteRange(0, 1e15), help="Least total parameters (7e9).")
+@click.option("--max-params", type=FiniteRange(0, 1e15), help="Most total parameters (100e9).")
 @LIST_FORMAT
 @click.pass_context
 @friendly_errors
-def models_list(ctx, fmt):
-    """Every model preset with its derived size."""
-    rows = list_models(presets_of(ctx))
+def models_list(ctx, fmt, **filters):
+    """Every model preset with its derived size, filtered as asked."""
+    rows = list_models(presets_of(ctx), **filters)
     click.echo(dump(rows) if fmt == "json" else models_table(rows))
 
 

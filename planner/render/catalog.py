@@ -8,12 +8,25 @@ from estimator import Accelerator
 
 
 def models_table(rows: list[dict]) -> str:
-    return tabulate(
-        [
-            [r["name"], r["total_params_b"], r["active_params_b"] or "-", r["architecture"]]
-            for r in rows
-        ],
-        headers=["model", "total B", "active B", "architecture / family"],
+    if not rows:
+        return "no model preset matches these filters"
+    return (
+        tabulate(
+            [
+                [
+                    r["name"],
+                    r["vendor"] or "-",
+                    f"{r['total_params_b']:.3g}",
+                    "-" if r["active_params_b"] is None else f"{r['active_params_b']:.3g}",
+                    r["max_context"] or "-",
+                    r["architecture"],
+                ]
+                for r in rows
+            ],
+            headers=["model", "maker", "total B", "active B", "context", "architecture / family"],
+            disable_numparse=True,
+        )
+        + f"\n{len(rows)} models"
     )
 
 
@@ -26,9 +39,16 @@ def model_text(info: dict) -> str:
         ]
         rows += [[f"published.{k}", v] for k, v in info["published"].items()]
         return tabulate(rows, tablefmt="simple", disable_numparse=True)
-    rows = [[k, v] for k, v in info.items() if not isinstance(v, dict) and k != "source_detail"]
-    rows += [[f"params.{k}", f"{v:,}"] for k, v in info["params_breakdown"].items()]
-    return tabulate(rows, tablefmt="simple")
+    rows = [
+        [k, v] for k, v in info.items() if not isinstance(v, dict | list) and k != "source_detail"
+    ]
+    lines = [tabulate(rows, tablefmt="simple")]
+    lines.append("\nparameter count, derived from the config:")
+    lines += [f"  {line}" for line in info["params_derivation"]]
+    if "published" in info and info["published"].get("total_params_b"):
+        pub = info["published"]
+        lines.append(f"  published: {pub['total_params_b']} B ({pub.get('source', '')})")
+    return "\n".join(lines)
 
 
 def gpus_table(gpus: list[Accelerator]) -> str:

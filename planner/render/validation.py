@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from calibration.report import Validation, _fmt_stats
+from calibration.report import Validation, _fmt_stats, coverage, coverage_line
 
 
 def validation_text(v: Validation) -> str:
@@ -27,6 +27,7 @@ def validation_text(v: Validation) -> str:
     head = ["model", "gpu", "tp", "w", "in/out", "conc", "metric", "measured", "predicted"]
     out = [tabulate(rows, headers=[*head, "error", "status"])]
     rep = v.report
+    out.append("\nCoverage: " + coverage_line(coverage(rep)))
     for title, s in (("in-sample", rep.summary), ("leave-one-source-out", rep.cv_summary)):
         if not s or not s.get("all"):
             continue
