@@ -78,7 +78,9 @@ class Evaluator:
         # --- weights per GPU (bytes) ----------------------------------------------------
         attn_div = 1 if par.attention_dp else tp  # attention-DP replicates attention weights
         layer_nonexpert = (
-            c.attention / attn_div + (c.mamba + c.dense_mlp + c.moe_always_on) / tp + c.norms
+            c.attention / attn_div
+            + (c.mamba + c.linear + c.dense_mlp + c.moe_always_on) / tp
+            + c.norms
         )
         layer_expert = c.routed_experts / tp  # EP or expert-TP: each GPU holds 1/tp of experts
         self._head_bytes = (c.embed + c.lm_head) * EMBED_BYTES / tp
@@ -164,6 +166,8 @@ class Evaluator:
                 per += 2 * h + 2 * (q + kvd) / tp + 2 * a.num_heads * a.v_dim / tp
             elif layer.mixer == "mamba":
                 per += 2 * h + 6 * m.mamba.d_inner / tp
+            elif layer.mixer == "linear":  # q, k, v, gate written and read
+                per += 2 * h + 8 * m.linear.width / tp
             if layer.mlp == "dense":
                 per += 2 * h + 6 * m.dense_mlp.intermediate_size / tp
             elif layer.mlp == "moe":

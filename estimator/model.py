@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-Mixer = Literal["attention", "mamba", "none"]
+Mixer = Literal["attention", "mamba", "linear", "none"]
 MlpKind = Literal["dense", "moe", "none"]
 
 
@@ -78,6 +78,23 @@ class Mamba(BaseModel):
     inner_norms: bool = False  # Jamba: RMSNorm on dt, B, C
 
 
+class LinearAttention(BaseModel):
+    """Linear (lightning) attention, MiniMax-Text-01/M1: q/k/v, an output gate and the output
+    projection over all heads, and a fixed per-head key-value state instead of a KV cache."""
+
+    model_config = ConfigDict(extra="forbid")
+    num_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    output_gate: bool = True
+    # The running k^T v state is accumulated in fp32 by the lightning-attention kernels
+    # (a 16-bit running sum loses precision over long contexts).
+    state_bytes: float = 4.0
+
+    @property
+    def width(self) -> int:
+        return self.num_heads * self.head_dim
+
+
 class Layer(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     mixer: Mixer = "attention"
@@ -98,6 +115,7 @@ class Counts:
     moe_always_on: int  # routers + shared experts
     norms: int
     extra: int  # modules outside the language model (e.g. a vision tower), resident but idle
+    linear: int = 0  # linear-attention mixers (MiniMax lightning attention)
 
     @property
     def total(self) -> int:
@@ -111,6 +129,7 @@ class Counts:
             + self.moe_always_on
             + self.norms
             + self.extra
+            + self.linear
         )
 
 
@@ -130,6 +149,7 @@ class LanguageModel(BaseModel):
     dense_mlp: DenseMlp | None = None
     moe: Moe | None = None
     mamba: Mamba | None = None
+    linear: LinearAttention | None = None
     max_context: int | None = None
     extra_params: int = 0  # derived from a sub-config (vision tower); see hf_config
     extra_params_note: str = ""
@@ -195,6 +215,11 @@ class LanguageModel(BaseModel):
                 f"hybrid: {n_mamba} Mamba-{self.mamba.version} + "
                 f"{self.num_attention_layers} attention layers"
             )
+        if self.num_linear_layers:
+            parts.append(
+                f"hybrid: {self.num_linear_layers} linear (lightning) + "
+                f"{self.num_attention_layers} attention layers"
+            )
         return ", ".join(parts)
 
     # ---- per-layer parameter counts -------------------------------------------------
@@ -243,6 +268,11 @@ class LanguageModel(BaseModel):
             n += 2 * m.d_inner + h
         return n
 
+    def _linear_params(self) -> int:
+        la, h = self.linear, self.hidden_size
+        d = la.width
+        return 3 * h * d + (h * d if la.output_gate else 0) + d * h + d  # qkv, gate, out, norm
+
     def _dense_mlp_params(self) -> int:
         d, h = self.dense_mlp, self.hidden_size
         n = (3 if d.gated else 2) * h * d.intermediate_size
@@ -271,13 +301,15 @@ class LanguageModel(BaseModel):
     @cached_property
     def counts(self) -> Counts:
         h = self.hidden_size
-        attn = mamba = dense = routed = always = 0
+        attn = mamba = linear = dense = routed = always = 0
         norms = h  # final norm
         for layer, c in self.layer_counts.items():
             if layer.mixer == "attention":
                 attn += c * self._attention_params()
             elif layer.mixer == "mamba":
                 mamba += c * self._mamba_params()
+            elif layer.mixer == "linear":
+                linear += c * self._linear_params()
             if layer.mlp == "dense":
                 dense += c * self._dense_mlp_params()
             elif layer.mlp == "moe":
@@ -295,6 +327,7 @@ class LanguageModel(BaseModel):
             moe_always_on=always,
             norms=norms,
             extra=self.extra_params,
+            linear=linear,
         )
 
     @property
@@ -357,18 +390,27 @@ class LanguageModel(BaseModel):
     def num_mamba_layers(self) -> int:
         return sum(1 for layer in self.layers if layer.mixer == "mamba")
 
+    @property
+    def num_linear_layers(self) -> int:
+        return sum(1 for layer in self.layers if layer.mixer == "linear")
+
     def state_bytes_per_sequence(self, state_bytes: float = 2.0) -> float:
-        """Fixed recurrent state per sequence (Mamba SSM + conv state), independent of context.
-        Held at 16-bit: engines keep it in the model dtype (vLLM's ``mamba_cache_dtype`` auto)."""
+        """Fixed recurrent state per sequence (Mamba SSM + conv state, linear-attention k^T v),
+        independent of context. Mamba state is held at 16-bit: engines keep it in the model
+        dtype (vLLM's ``mamba_cache_dtype`` auto); linear-attention state in its own dtype."""
+        linear = 0.0
+        if self.num_linear_layers:
+            la = self.linear
+            linear = self.num_linear_layers * la.width * la.head_dim * la.state_bytes
         if not self.num_mamba_layers:
-            return 0.0
+            return linear
         m = self.mamba
         if m.version == 1:
             per = m.d_inner * m.d_state + m.d_inner * (m.d_conv - 1)
         else:
             conv_dim = m.d_inner + 2 * m.n_groups * m.d_state
             per = m.d_inner * m.d_state + conv_dim * (m.d_conv - 1)
-        return self.num_mamba_layers * per * state_bytes
+        return self.num_mamba_layers * per * state_bytes + linear
 
     # ---- FLOPs ----------------------------------------------------------------------
     def _score_dims(self, absorbed: bool) -> int:
@@ -408,7 +450,11 @@ class LanguageModel(BaseModel):
         return total
 
     def ssm_flops_per_token(self) -> float:
-        """Selective-scan FLOPs beyond the projections (state update and readout, ~6·D·N)."""
-        if not self.num_mamba_layers:
-            return 0.0
-        return self.num_mamba_layers * 6.0 * self.mamba.d_inner * self.mamba.d_state
+        """Recurrent-mixer FLOPs beyond the projections: the selective scan's state update and
+        readout (~6·D·N), and linear attention's k^T v update plus q·S readout (4·heads·d²)."""
+        flops = 0.0
+        if self.num_mamba_layers:
+            flops += self.num_mamba_layers * 6.0 * self.mamba.d_inner * self.mamba.d_state
+        if self.num_linear_layers:
+            flops += self.num_linear_layers * 4.0 * self.linear.width * self.linear.head_dim
+        return flops

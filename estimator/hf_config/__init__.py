@@ -37,6 +37,7 @@ PARSERS: dict[str, Callable[[Cfg, str], LanguageModel]] = {
     **dict.fromkeys(classic.CLASSIC, classic.classic),
     "nemotron_h": hybrid.nemotron_h,
     "jamba": hybrid.jamba,
+    **dict.fromkeys(("minimax", "MiniMaxText01", "minimax_m1"), hybrid.minimax),
 }
 
 # Older spellings of a model_type and of its keys, as transformers' config classes map them

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..errors import EstimatorError
-from ..model import DenseMlp, LanguageModel, Layer, Mamba, Moe
+from ..model import DenseMlp, LanguageModel, Layer, LinearAttention, Mamba, Moe
 from .keys import Cfg, base, gqa
 
 
@@ -81,3 +81,22 @@ def jamba(c: Cfg, name: str) -> LanguageModel:
         moe=moe,
         dense_mlp=DenseMlp(intermediate_size=c.req("intermediate_size")),
     )
+
+
+def minimax(c: Cfg, name: str) -> LanguageModel:
+    """MiniMax-Text-01 / M1: ``attn_type_list`` marks each layer 0 = lightning (linear)
+    attention, 1 = softmax attention (GQA); every layer's MLP is a top-k MoE."""
+    n = c.req("num_hidden_layers")
+    types = c.get("attn_type_list") or [1] * n
+    if len(types) != n or set(types) - {0, 1}:
+        raise EstimatorError(f"{name}: attn_type_list must give 0 or 1 for each of {n} layers")
+    layers = [Layer(mixer="attention" if t == 1 else "linear", mlp="moe") for t in types]
+    attn = gqa(c)
+    moe = Moe(
+        num_experts=c.req("num_local_experts"),
+        top_k=c.req("num_experts_per_tok"),
+        expert_intermediate_size=c.req("intermediate_size"),
+        shared_intermediate_size=c.get("shared_intermediate_size", 0),
+    )
+    linear = LinearAttention(num_heads=attn.num_heads, head_dim=attn.head_dim)
+    return base(c, name, layers, attention=attn, moe=moe, linear=linear)
