@@ -10,7 +10,7 @@ programs: :class:`Evaluator` evaluates numpy arrays of batches and contexts at o
 from .api import ServingEstimate, estimate
 from .catalog import get_gpu, get_model_preset, gpu_catalog, model_catalog
 from .curve import CurveResult, curve
-from .errors import EstimatorError, SplitError, UnknownNameError
+from .errors import AmbiguousNameError, EstimatorError, SplitError, UnknownNameError
 from .families import FamilyEstimate, FamilyOptions, family_catalog, get_family_model
 from .hardware import Accelerator
 from .llm import Estimate, Evaluator, Workload, estimate_replica, expert_touch, parallel_for
@@ -34,6 +34,7 @@ __all__ = [
     "Speculative",
     "SplitError",
     "UnknownNameError",
+    "AmbiguousNameError",
     "Workload",
     "all_model_names",
     "check_split",

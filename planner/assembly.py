@@ -59,6 +59,7 @@ def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
                 Assignment(
                     workload=w.name,
                     model=space.models[w.name].name,
+                    weights=w.weights,
                     gpu=o.cand.gpu.name,
                     vendor=o.cand.gpu.vendor,
                     gpus_per_replica=o.opt.gpus,
@@ -118,6 +119,7 @@ def _family_assignments(space: SearchSpace, w, rows, served: int, need: int) -> 
             Assignment(
                 workload=w.name,
                 model=space.family_models[w.name].name,
+                weights=w.weights,
                 gpu=o.cand.gpu.name,
                 vendor=o.cand.gpu.vendor,
                 gpus_per_replica=o.opt.gpus,

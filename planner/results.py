@@ -42,6 +42,7 @@ class Assignment:
     decode_replicas: int | None = None  # ... and that decode
     unit: str = "seats"  # what seats_* count for this workload (docs/s, streams, clips/s)
     metrics: dict = field(default_factory=dict)  # family metrics at the capacity point
+    weights: str = "bf16"  # the weight format sized with (stated, or implied by the model name)
 
     @property
     def gpus(self) -> int:
@@ -178,6 +179,7 @@ def plan_json(p: Plan) -> dict:
             {
                 "workload": a.workload,
                 "gpu": a.gpu,
+                "weights": a.weights,
                 "gpus_per_replica": a.gpus_per_replica,
                 "tp": a.tp,
                 "pp": a.pp,
@@ -255,6 +257,7 @@ def plan_rows(p: Plan, rank: int, extra: dict | None = None) -> list[dict]:
                 "fleet": p.label(),
                 "workload": a.workload,
                 "model": a.model,
+                "weights": a.weights,
                 "gpu": a.gpu,
                 "vendor": a.vendor,
                 "replicas": a.replicas,

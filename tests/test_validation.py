@@ -30,6 +30,14 @@ def test_shipped_data_is_mostly_evaluated(report):
     assert all(s.reason for s in report.skipped)
 
 
+def test_every_named_model_and_gpu_is_evaluated(report):
+    """Rows are skipped for inputs their source leaves out, never because a model or GPU
+    they name is missing from the catalogue (target: under 5%)."""
+    cov = rp.coverage(report)
+    assert cov["skipped"]["naming"] <= 0.05 * cov["rows"], cov["reasons"]
+    assert cov["evaluated"] + sum(cov["skipped"].values()) == cov["rows"]
+
+
 def test_cross_validated_error_not_worse_than_recorded(report):
     """Fails if the leave-one-source-out median error gets worse than the figure recorded by
     the last `planner calibrate --write` by more than two percentage points."""

@@ -33,7 +33,7 @@ def _assign_rows(p: Plan) -> list[list]:
             [
                 a.workload,
                 f"{a.replicas} x {a.gpus_per_replica} {a.gpu}",
-                a.split(),
+                f"{a.split()} {a.weights}",
                 f"{a.seats_served:,.4g} / {a.seats_needed:,.4g} {a.unit}",
                 "-"
                 if a.ttft_s is None
@@ -53,7 +53,7 @@ def _assign_rows(p: Plan) -> list[list]:
 ASSIGN_HEAD = [
     "workload",
     "replicas x GPUs",
-    "split",
+    "split, weights",
     "served/needed",
     "TTFT (headroom)",
     "tok/s/user (headroom)",
