@@ -20,14 +20,25 @@ from .keys import Cfg, Config
 
 PARSERS: dict[str, Callable[[Cfg, str], LanguageModel]] = {
     **dict.fromkeys(
-        ("llama", "mistral", "qwen2", "qwen3", "phi3", "granite", "olmo2", "glm", "glm4"),
+        (
+            "llama",
+            "mistral",
+            "qwen2",
+            "qwen3",
+            "phi3",
+            "granite",
+            "olmo2",
+            "glm",
+            "glm4",
+            "internlm2",
+        ),
         dense.llama_like,
     ),
     **dict.fromkeys(("gemma", "gemma2", "gemma3", "gemma3_text"), dense.gemma),
     **dict.fromkeys(("cohere", "cohere2"), dense.cohere),
     "falcon": dense.falcon,
     **dict.fromkeys(
-        ("mixtral", "phimoe", "granitemoe", "granitemoeshared", "minimax_m2"), moe.mixtral
+        ("mixtral", "phimoe", "granitemoe", "granitemoeshared", "minimax_m2", "olmoe"), moe.mixtral
     ),
     "dbrx": moe.dbrx,
     **dict.fromkeys(("qwen2_moe", "qwen3_moe"), moe.qwen_moe),
@@ -51,6 +62,7 @@ _KEY_ALIASES: dict[str, dict[str, str]] = {
         "n_head_kv": "num_kv_heads",
     },
     **dict.fromkeys(classic.CLASSIC, classic.KEY_ALIASES),
+    "olmoe": {"num_experts": "num_local_experts"},  # OlmoeConfig names the expert count so
 }
 
 # Keys a released config.json may omit because transformers fills them from the config
