@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from .errors import AmbiguousNameError, UnknownNameError
-from .names import derivations, gpu_key, model_key, without_org
+from .names import compact, derivations, gpu_key, model_key, without_org
 
 T = TypeVar("T")
 
@@ -54,19 +54,24 @@ class ModelCatalog(Catalog[T]):
         super().__init__(kind, items, aliases)
         self._full: dict[str, str] = {}
         short: dict[str, set[str]] = defaultdict(set)
+        tight: dict[str, set[str]] = defaultdict(set)
         for spelling, key in [*((n, n) for n in items), *aliases.items()]:
             k = model_key(spelling)
             self._full[k] = key
             short[without_org(k)].add(key)
-        self._short = dict(short)
+            tight[compact(k)].add(key)
+        self._short, self._compact = dict(short), dict(tight)
 
     def _lookup(self, key: str) -> str | None:
         if key in self._full:
             return self._full[key]
-        hits = self._short.get(without_org(key), set())
-        if len(hits) > 1:
-            raise AmbiguousNameError(self.kind, key, sorted(hits))
-        return next(iter(hits), None)
+        for index, k in ((self._short, without_org(key)), (self._compact, compact(key))):
+            hits = index.get(k, set())
+            if len(hits) > 1:
+                raise AmbiguousNameError(self.kind, key, sorted(hits))
+            if hits:
+                return next(iter(hits))
+        return None
 
     def resolve(self, name: str) -> Resolution:
         key = model_key(name)
@@ -77,7 +82,7 @@ class ModelCatalog(Catalog[T]):
             if not d.stripped:
                 how = "preset name" if hit.lower() == key else f"alias of {hit}"
             else:
-                how = f"{name.strip()} derives from {hit} (suffix {''.join(reversed(d.stripped))})"
+                how = f"{name.strip()} derives from {hit} (suffix {''.join(reversed(d.stripped)).strip()})"
             return Resolution(hit, d.weights, how)
         self._ambiguous_prefix(key, name)
         raise UnknownNameError(self.kind, name, self.names())

@@ -28,8 +28,8 @@ _QUANT: list[tuple[str, str | None]] = [
 # derive from: instruction/chat tunes, the "-hf" conversions, base/pretrained, dated updates.
 _VARIANT = r"instruct|chat|hf|base|it|pt|\d{4}"
 
-_QUANT_RE = [(re.compile(rf"[-_.]({p})$"), fmt) for p, fmt in _QUANT]
-_VARIANT_RE = re.compile(rf"[-_.]({_VARIANT})$")
+_QUANT_RE = [(re.compile(rf"[-_.\s]({p})$"), fmt) for p, fmt in _QUANT]
+_VARIANT_RE = re.compile(rf"[-_.\s]({_VARIANT})$")
 
 
 def model_key(name: str) -> str:
@@ -44,6 +44,12 @@ def model_key(name: str) -> str:
 
 def without_org(key: str) -> str:
     return key.rsplit("/", 1)[-1]
+
+
+def compact(key: str) -> str:
+    """Letters, digits and dots only: 'Llama 2 70B', 'llama2-70b' and 'llama-2-70b' meet
+    (dots stay, so 'opt-1.3b' never meets 'opt-13b')."""
+    return re.sub(r"[^a-z0-9.]", "", without_org(key))
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,7 @@ def test_unknown_model_suggests_closest():
 
 
 def test_unknown_model_suggests_other_families_too():
-    r = CliRunner().invoke(main, ["estimate", "--model", "fluxdev", "--gpu", "h100-sxm"])
+    r = CliRunner().invoke(main, ["estimate", "--model", "flux-devv", "--gpu", "h100-sxm"])
     assert r.exit_code == 2 and "flux1-dev" in r.output and "Traceback" not in r.output
 
 

@@ -119,6 +119,21 @@ def test_spellings_of_one_id(spelling):
     assert resolve_model(spelling).preset == "llama-3.1-8b"
 
 
+@pytest.mark.parametrize(
+    ("spelling", "preset", "weights"),
+    [
+        ("llama2-70b", "llama-2-70b", None),  # MLPerf's spelling
+        ("Llama 2 70B Chat AWQ", "llama-2-70b", "int4"),  # words, not a repo id
+        ("gptj-6b", "gpt-j-6b", None),
+        ("Mixtral 8x7B", "mixtral-8x7b", None),
+        ("LLaMA-13B", "llama-13b", None),
+    ],
+)
+def test_human_spellings(spelling, preset, weights):
+    r = resolve_model(spelling)
+    assert (r.preset, r.weights) == (preset, weights)
+
+
 def test_llama3_is_not_llama31():
     """Llama 3 70B (8k, no RoPE scaling) and Llama 3.1 70B (128k, llama3 scaling) share
     every weight shape; a name that mixes them up sizes the wrong KV budget."""
