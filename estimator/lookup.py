@@ -82,7 +82,8 @@ class ModelCatalog(Catalog[T]):
             if not d.stripped:
                 how = "preset name" if hit.lower() == key else f"alias of {hit}"
             else:
-                how = f"{name.strip()} derives from {hit} (suffix {''.join(reversed(d.stripped)).strip()})"
+                suffix = "".join(reversed(d.stripped)).strip()
+                how = f"{name.strip()} derives from {hit} (suffix {suffix})"
             return Resolution(hit, d.weights, how)
         self._ambiguous_prefix(key, name)
         raise UnknownNameError(self.kind, name, self.names())
