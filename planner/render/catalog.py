@@ -56,6 +56,7 @@ def gpus_table(gpus: list[Accelerator]) -> str:
         [
             g.name,
             g.vendor,
+            g.segment,
             g.memory_gb,
             g.memory_bandwidth_gb_s,
             g.dense_tflops.get("bf16"),
@@ -70,6 +71,7 @@ def gpus_table(gpus: list[Accelerator]) -> str:
     head = [
         "gpu",
         "vendor",
+        "segment",
         "GB",
         "GB/s",
         "bf16 TF",
