@@ -55,7 +55,13 @@ def config_path(name_or_path: str) -> Path | None:
         return None
     if (p / "config.json").is_file():
         return p / "config.json"
-    return _cache_snapshot(p)
+    found = _cache_snapshot(p)
+    if found is None:
+        raise EstimatorError(
+            f"model folder {p} has no config.json (nor a Hugging Face cache snapshot "
+            "under snapshots/<revision>/)"
+        )
+    return found
 
 
 def _file_weights(path: Path) -> str | None:

@@ -310,3 +310,10 @@ def test_cli_and_scenario_take_the_format_the_name_implies(tmp_path):
     p.write_text(text)
     plan = __import__("planner").solve(load_scenario(p))
     assert plan.to_dict()["plan"][0]["weights"] == "int4"
+
+
+def test_a_folder_without_a_config_is_named(tmp_path):
+    from estimator import EstimatorError
+
+    with pytest.raises(EstimatorError, match="has no config.json"):
+        get_model(str(tmp_path))
