@@ -317,3 +317,12 @@ def test_a_folder_without_a_config_is_named(tmp_path):
 
     with pytest.raises(EstimatorError, match="has no config.json"):
         get_model(str(tmp_path))
+
+
+def test_no_two_presets_claim_one_name():
+    """Every alias, with or without its org and punctuation, reads as exactly one preset."""
+    from estimator import model_catalog
+
+    cat = model_catalog()
+    for index in (cat._short, cat._compact):
+        assert {k: v for k, v in index.items() if len(v) > 1} == {}
