@@ -16,6 +16,7 @@ from typing import Any
 from .advice import nearest_fit
 from .catalog import get_gpu
 from .curve import load_curve
+from .engines import Engine
 from .errors import EstimatorError
 from .families import FamilyEstimate, FamilyOptions, family_of
 from .hardware import Accelerator
@@ -87,7 +88,7 @@ def estimate(
     attention_dp: bool = False,
     weights: str | None = None,
     kv: str = "bf16",
-    engine: str = "vllm",
+    engine: str | Engine = "vllm",
     batch: int | str = 1,
     input_tokens: int | None = None,
     output_tokens: int = 256,

@@ -13,6 +13,7 @@ import numpy as np
 
 from .catalog import get_gpu
 from .disagg import disaggregated_point, kv_transfer_seconds
+from .engines import Engine
 from .errors import EstimatorError
 from .llm import Evaluator, parallel_for
 from .load import (
@@ -127,7 +128,7 @@ def curve(
     attention_dp: bool = False,
     weights: str | None = None,
     kv: str = "bf16",
-    engine: str = "vllm",
+    engine: str | Engine = "vllm",
     input_tokens: int = 1024,
     output_tokens: int = 256,
     users: list[int] | None = None,
@@ -191,7 +192,7 @@ def curve(
         parallel=par.model_dump(),
         weights=weights,
         kv=kv,
-        engine=engine,
+        engine=ev.engine.name,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         options=opts.model_dump(),

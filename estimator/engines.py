@@ -8,7 +8,7 @@ weights* (``free_gpu_memory_fraction`` 0.9).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .errors import EstimatorError
@@ -22,6 +22,7 @@ class Engine:
     max_num_batched_tokens: int  # tokens per prefill chunk the engine profiles activations at
     max_num_seqs: int  # most sequences the scheduler runs at once
     note: str
+    max_model_len: int | None = None  # longest sequence served (None: the model's maximum)
 
 
 # max_num_seqs: vLLM V1 defaults to 1024 for the API server on large GPUs (256 on small);
@@ -55,11 +56,44 @@ ENGINES: dict[str, Engine] = {
 }
 
 
-def engine(name: str) -> Engine:
+def engine(spec: str | Engine) -> Engine:
+    if isinstance(spec, Engine):
+        return spec
     try:
-        return ENGINES[name.lower()]
+        return ENGINES[spec.lower()]
     except KeyError:
-        raise EstimatorError(f"unknown engine '{name}'; use one of {', '.join(ENGINES)}") from None
+        raise EstimatorError(f"unknown engine '{spec}'; use one of {', '.join(ENGINES)}") from None
+
+
+def configure(
+    spec: str | Engine,
+    *,
+    gpu_memory_utilization: float | None = None,
+    max_num_seqs: int | None = None,
+    max_num_batched_tokens: int | None = None,
+    max_model_len: int | None = None,
+) -> Engine:
+    """An engine with the knobs its users set: ``gpu_memory_utilization`` is vLLM's name for
+    the memory fraction (SGLang's ``mem_fraction_static``, TensorRT-LLM's
+    ``free_gpu_memory_fraction``: the same field, each engine's own base)."""
+    e = engine(spec)
+    checks = (
+        (gpu_memory_utilization, 0.05, 1.0, "gpu_memory_utilization"),
+        (max_num_seqs, 1, 1_000_000, "max_num_seqs"),
+        (max_num_batched_tokens, 16, 10_000_000, "max_num_batched_tokens"),
+        (max_model_len, 16, 1_000_000_000, "max_model_len"),
+    )
+    for v, lo, hi, name in checks:
+        if v is not None and not lo <= v <= hi:
+            raise EstimatorError(f"{name} must be from {lo:,} to {hi:,}, not {v}")
+    knobs = {
+        "fraction": gpu_memory_utilization,
+        "max_num_seqs": max_num_seqs,
+        "max_num_batched_tokens": max_num_batched_tokens,
+        "max_model_len": max_model_len,
+    }
+    knobs = {k: v for k, v in knobs.items() if v is not None}
+    return replace(e, **knobs) if knobs else e
 
 
 # Fixed per-GPU runtime overhead, bytes. Explicit, documented terms, not a fudge factor:

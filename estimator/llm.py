@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import comm
 from .efficiency import Efficiency
+from .engines import Engine, runtime_overhead_bytes
 from .engines import engine as get_engine
-from .engines import runtime_overhead_bytes
 from .errors import EstimatorError
 from .formats import kv_format, weight_format
 from .hardware import Accelerator
@@ -55,7 +55,7 @@ class Evaluator:
         par: Parallel,
         weights: str = "bf16",
         kv: str = "bf16",
-        engine: str = "vllm",
+        engine: str | Engine = "vllm",
         efficiency: Efficiency | None = None,
     ):
         check_split(model, par)
@@ -142,6 +142,10 @@ class Evaluator:
         else:
             self.kv_budget = self.engine.fraction * (cap - fixed)
         self.capacity = cap
+        # the number an engine logs at start-up ("GPU KV cache size: N tokens"): tokens of
+        # full-context KV the replica's budget holds (each GPU holds its share of each token)
+        per_token = m.kv_bytes_per_token(self.kvfmt.bytes_per_value) * self.kv_share if a else 0.0
+        self.kv_cache_tokens = int(max(self.kv_budget, 0.0) // per_token) if per_token > 0 else None
         # each attention-data-parallel rank runs its own scheduler and batch (TensorRT-LLM
         # enable_attention_dp, vLLM/SGLang DP attention), so the engine's cap is per rank
         self.max_seqs = self.engine.max_num_seqs * (tp if par.attention_dp else 1)
@@ -309,6 +313,7 @@ class Estimate:
     interconnect: str
     notes: list[str] = field(default_factory=list)
     shortfall_gb: float = 0.0
+    kv_cache_tokens: int | None = None  # what the engine logs as "GPU KV cache size"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -321,7 +326,7 @@ def estimate_replica(
     workload: Workload,
     weights: str = "bf16",
     kv: str = "bf16",
-    engine: str = "vllm",
+    engine: str | Engine = "vllm",
     efficiency: Efficiency | None = None,
 ) -> Estimate:
     """Estimate one configuration. Decode is evaluated at the mean context of a request's
@@ -359,6 +364,7 @@ def estimate_replica(
         notes.append(ctx_note)
     if ev.weight_bytes > ev.capacity:
         notes.append("weights alone exceed GPU memory")
+    fits = fits and _max_model_len_ok(ev, end_ctx, notes)
     shares = {
         "hbm_bandwidth_in_decode": float(
             dec.bytes_per_gpu * parallel.pp / (tpot * gpu.bandwidth_bytes_s)
@@ -404,7 +410,29 @@ def estimate_replica(
         interconnect=comm.group_link(gpu, parallel.gpus_per_replica, ev.eff),
         notes=notes,
         shortfall_gb=max(0.0, total - box.usable),
+        kv_cache_tokens=ev.kv_cache_tokens,
     )
+
+
+def _max_model_len_ok(ev: Evaluator, context: int, notes: list[str]) -> bool:
+    """The engine's sequence-length rules: a request longer than max_model_len is refused,
+    and vLLM refuses to start when its KV cache cannot hold one max_model_len sequence ("max
+    seq len ... is larger than the maximum number of tokens that can be stored in KV cache").
+    Unset, max_model_len is the model's own maximum: then only a note."""
+    e, tokens = ev.engine, ev.kv_cache_tokens
+    limit = e.max_model_len or ev.model.max_context
+    ok = True
+    if e.max_model_len and context > e.max_model_len:
+        notes.append(f"{context} tokens per request exceed max_model_len {e.max_model_len}")
+        ok = False
+    if e.name == "vllm" and limit and tokens is not None and 0 < tokens < limit:
+        knob = "max_model_len" if e.max_model_len else "the default max_model_len"
+        notes.append(
+            f"{e.name} will not start with {knob} {limit:,}: its KV cache holds {tokens:,} "
+            f"tokens; set --max-model-len {tokens} or less"
+        )
+        ok = ok and not e.max_model_len
+    return ok
 
 
 def parallel_for(

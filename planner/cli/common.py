@@ -115,6 +115,25 @@ _REPLICA_OPTIONS = [
         show_default=True,
         help="Memory policy of the serving engine.",
     ),
+    click.option(
+        "--gpu-memory-utilization",
+        type=FiniteRange(0.05, 1.0),
+        help="The engine's memory fraction (vLLM gpu_memory_utilization, SGLang "
+        "mem_fraction_static, TensorRT-LLM free_gpu_memory_fraction) [default: the engine's].",
+    ),
+    click.option(
+        "--max-num-seqs", type=click.IntRange(1, 1_000_000), help="Scheduler's sequence cap."
+    ),
+    click.option(
+        "--max-num-batched-tokens",
+        type=click.IntRange(16, 10_000_000),
+        help="Tokens per scheduler step (the prefill chunk the engine profiles).",
+    ),
+    click.option(
+        "--max-model-len",
+        type=click.IntRange(16, 1_000_000_000),
+        help="Longest sequence served [default: the model's maximum].",
+    ),
 ]
 
 

@@ -9,6 +9,7 @@ import click
 import estimator
 from estimator import EstimatorError, FamilyOptions
 from estimator.api import parse_resolution
+from estimator.engines import configure as configure_engine
 
 from ..render.curve import curve_text
 from ..render.estimate import does_not_fit, estimate_text
@@ -46,7 +47,13 @@ def _split(kw: dict) -> dict:
         attention_dp=kw.pop("attention_dp"),
         weights=kw.pop("weights"),
         kv=kw.pop("kv"),
-        engine=kw.pop("engine"),
+        engine=configure_engine(
+            kw.pop("engine"),
+            gpu_memory_utilization=kw.pop("gpu_memory_utilization"),
+            max_num_seqs=kw.pop("max_num_seqs"),
+            max_num_batched_tokens=kw.pop("max_num_batched_tokens"),
+            max_model_len=kw.pop("max_model_len"),
+        ),
     )
 
 
