@@ -130,8 +130,10 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
         counts[c.family] = counts.get(c.family, 0) + 1
     fams = sorted(f for f, n in counts.items() if n >= MIN_ROWS_PER_FAMILY)
     # The defaults (for families without enough data) are fitted only on rows of such
-    # families; when there are none they become the row-weighted mean of the fitted families.
-    own_default = any(counts[f] for f in counts if f not in fams)
+    # families, when those rows are enough to fit two factors (MIN_ROWS_PER_FAMILY together);
+    # otherwise they are the row-weighted mean of the fitted families (two A100 rows must
+    # not set the efficiency of every GPU without its own data).
+    own_default = sum(n for f, n in counts.items() if f not in fams) >= MIN_ROWS_PER_FAMILY
     nd = 2 if own_default else 0
 
     def unpack(x: np.ndarray) -> Params:

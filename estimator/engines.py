@@ -1,9 +1,15 @@
 """Engine memory policies and the fixed runtime overheads of a serving process.
 
-Engines budget KV memory differently, so the engine is a parameter rather than an average:
-vLLM and SGLang take a fraction of *total* memory (``gpu_memory_utilization`` 0.9,
-``mem_fraction_static`` ~0.88); TensorRT-LLM takes a fraction of the memory *free after
-weights* (``free_gpu_memory_fraction`` 0.9).
+Engines budget KV memory differently, so the engine is a parameter rather than an average,
+each computed the way that engine computes it (``kv_budget_bytes``):
+
+- vLLM: ``gpu_memory_utilization x total - weights - peak activation of its profile run -
+  non-torch memory`` (vllm/worker gpu_worker.determine_available_memory; the CUDA context
+  and graphs sit outside the fraction: its logs add weights + non-torch + activation + KV
+  to total x utilization, validation/engine_logs.csv);
+- SGLang: ``mem_fraction_static x total - weights - what was in use before loading``
+  (model_runner: rest memory after weights less (1 - mem_fraction_static) x total);
+- TensorRT-LLM: ``free_gpu_memory_fraction x memory free after weights and buffers``.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from .errors import EstimatorError
 class Engine:
     name: str
     fraction: float
-    of: Literal["total", "free"]
+    budget: Literal["vllm", "static", "free"]  # how the KV budget is computed (see above)
     max_num_batched_tokens: int  # tokens per prefill chunk the engine profiles activations at
     max_num_seqs: int  # most sequences the scheduler runs at once
     note: str
@@ -32,7 +38,7 @@ ENGINES: dict[str, Engine] = {
     "vllm": Engine(
         "vllm",
         0.90,
-        "total",
+        "vllm",
         8192,
         1024,
         "vLLM: gpu_memory_utilization=0.9 of total memory; max_num_batched_tokens=8192",
@@ -40,7 +46,7 @@ ENGINES: dict[str, Engine] = {
     "sglang": Engine(
         "sglang",
         0.88,
-        "total",
+        "static",
         8192,
         1024,
         "SGLang: mem_fraction_static~0.88 of total memory; chunked_prefill_size=8192",
@@ -100,11 +106,32 @@ def configure(
 CUDA_CONTEXT_BYTES = 0.8e9  # CUDA context + cuBLAS/cuDNN workspaces of a PyTorch process
 CUDA_GRAPHS_BYTES = 0.5e9  # captured decode graphs (vLLM logs ~0.3-1.5 GiB)
 COLLECTIVE_BUFFERS_BYTES = 0.5e9  # NCCL/RCCL channel buffers, only when the replica spans GPUs
+# What vLLM logs as "non_torch_memory" on one GPU: 0.01-0.35 GiB, median 0.08 GiB over the
+# TP=1 start-up logs in validation/engine_logs.csv (allocations outside torch after start).
+NON_TORCH_BYTES = 0.09e9
 
 
 def runtime_overhead_bytes(gpus_per_replica: int) -> float:
-    return (
-        CUDA_CONTEXT_BYTES
-        + CUDA_GRAPHS_BYTES
-        + (COLLECTIVE_BUFFERS_BYTES if gpus_per_replica > 1 else 0.0)
-    )
+    return outside_bytes() + non_torch_bytes(gpus_per_replica)
+
+
+def outside_bytes() -> float:
+    """Memory in use before the engine measures its budget (context) or allocated after it
+    (CUDA graphs): outside vLLM's fraction."""
+    return CUDA_CONTEXT_BYTES + CUDA_GRAPHS_BYTES
+
+
+def non_torch_bytes(gpus_per_replica: int) -> float:
+    return NON_TORCH_BYTES + (COLLECTIVE_BUFFERS_BYTES if gpus_per_replica > 1 else 0.0)
+
+
+def kv_budget_bytes(
+    e: Engine, capacity: float, weights: float, activations: float, gpus: int
+) -> float:
+    """The KV-cache bytes one GPU's engine reserves, computed as that engine computes it."""
+    if e.budget == "vllm":
+        return e.fraction * capacity - weights - activations - non_torch_bytes(gpus)
+    if e.budget == "static":  # SGLang: the context was in use before the weights loaded
+        return e.fraction * capacity - weights - CUDA_CONTEXT_BYTES
+    free = capacity - weights - activations - runtime_overhead_bytes(gpus)
+    return e.fraction * free

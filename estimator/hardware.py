@@ -14,6 +14,12 @@ Vendor = Literal["nvidia", "amd", "intel"]
 # cards (RTX A6000, RTX 6000 Ada); datacenter: everything sold for servers.
 Segment = Literal["datacenter", "workstation", "consumer"]
 
+GIB = 2.0**30
+ECC_SHARE = 1.0 / 16.0  # in-band ECC on GDDR6 (NVIDIA: "ECC ... reduces usable memory by 6.25%")
+# What the driver keeps back from the binary capacity: A100 80GB 79.15 GiB, A100 40GB
+# 39.56 GiB (vLLM start-up logs in validation/engine_logs.csv) -> 1.06%, 1.10%.
+DRIVER_RESERVED = 0.011
+
 
 class ScaleUp(BaseModel):
     """The fast GPU-to-GPU fabric inside one box or rack (NVLink/NVSwitch, Infinity Fabric)."""
@@ -34,7 +40,10 @@ class Accelerator(BaseModel):
     vendor: Vendor
     segment: Segment = "datacenter"  # a user preset may omit it; shipped ones all state it
     family: str
-    memory_gb: float = Field(gt=0)
+    memory_gb: float = Field(gt=0, description="the marketed capacity")
+    runtime_memory_gib: float | None = Field(
+        None, gt=0, description="total memory as torch / nvidia-smi report it (sourced)"
+    )
     memory_type: str | None = None
     memory_bandwidth_gb_s: float = Field(gt=0)
     dense_tflops: dict[str, float | None]  # null = not published / not native: dropped
@@ -57,7 +66,21 @@ class Accelerator(BaseModel):
 
     @property
     def memory_bytes(self) -> float:
-        return self.memory_gb * 1e9
+        """Device capacity as the runtime reports it, in bytes: the logged figure where the
+        preset has one, else the marketed size read as GiB (memory parts are binary-sized),
+        less what ECC takes on GDDR6 data-centre parts (on by default: 1/16) and the ~1.1%
+        the driver reserves (A100 80GB reports 79.15 GiB, 40GB 39.56 GiB in vLLM logs)."""
+        if self.runtime_memory_gib:
+            return self.runtime_memory_gib * GIB
+        ecc = ECC_SHARE if self._ecc_by_default else 0.0
+        return self.memory_gb * GIB * (1.0 - ecc) * (1.0 - DRIVER_RESERVED)
+
+    @property
+    def _ecc_by_default(self) -> bool:
+        """Data-centre GDDR6 boards (T4, A10, L4, L40S...) ship with ECC on, which stores
+        check bits in 1/16 of the memory; HBM carries ECC in extra dies, GeForce and
+        workstation boards ship with it off."""
+        return self.segment == "datacenter" and (self.memory_type or "").upper() == "GDDR6"
 
     @property
     def bandwidth_bytes_s(self) -> float:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import comm
 from .efficiency import Efficiency
-from .engines import Engine, runtime_overhead_bytes
+from .engines import Engine, kv_budget_bytes, runtime_overhead_bytes
 from .engines import engine as get_engine
 from .errors import EstimatorError
 from .formats import kv_format, weight_format
@@ -136,11 +136,13 @@ class Evaluator:
         self.act_traffic = self._activation_traffic_per_token()
         self.overhead_bytes = runtime_overhead_bytes(self.gpus)
         cap = gpu.memory_bytes
-        fixed = self.weight_bytes + self.activation_bytes + self.overhead_bytes
-        if self.engine.of == "total":
-            self.kv_budget = self.engine.fraction * cap - fixed
-        else:
-            self.kv_budget = self.engine.fraction * (cap - fixed)
+        budget = kv_budget_bytes(
+            self.engine, cap, self.weight_bytes, self.activation_bytes, self.gpus
+        )
+        # the engine's budget, and never more than the device has left (a fraction near 1
+        # leaves no room for the context and graphs outside it)
+        room = cap - self.weight_bytes - self.activation_bytes - self.overhead_bytes
+        self.kv_budget = min(budget, room)
         self.capacity = cap
         # the number an engine logs at start-up ("GPU KV cache size: N tokens"): tokens of
         # full-context KV the replica's budget holds (each GPU holds its share of each token)
