@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from estimator import Accelerator, EstimatorError, Evaluator, LanguageModel, Parallel, check_split
+from estimator.engines import Engine
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,12 @@ def splits(model: LanguageModel, gpus: int) -> list[Parallel]:
 
 
 def enumerate_candidates(
-    model: LanguageModel, gpus: list[Accelerator], max_gpus: int, weights: str, kv: str, engine: str
+    model: LanguageModel,
+    gpus: list[Accelerator],
+    max_gpus: int,
+    weights: str,
+    kv: str,
+    engine: str | Engine,
 ) -> tuple[list[tuple[Candidate, Evaluator]], list[tuple[str, str]]]:
     """Valid candidates with their prepared evaluators, and excluded ones with the reason."""
     ok: list[tuple[Candidate, Evaluator]] = []
@@ -67,6 +73,15 @@ def enumerate_candidates(
                     continue
                 if ev.weight_bytes > ev.capacity * ev.engine.fraction:
                     excluded.append((cand.label(), "weights alone exceed usable memory"))
+                    continue
+                limit, tokens = ev.engine.max_model_len, ev.kv_cache_tokens
+                if limit and tokens is not None and tokens < limit:
+                    excluded.append(
+                        (
+                            cand.label(),
+                            f"KV cache holds {tokens:,} tokens < max_model_len {limit:,}",
+                        )
+                    )
                     continue
                 ok.append((cand, ev))
     return ok, excluded

@@ -16,6 +16,7 @@ from estimator import (
     get_model,
     gpu_catalog,
 )
+from estimator.engines import configure as configure_engine
 from estimator.families import family_of, get_family_model, is_family_model
 from estimator.resolve import weights_for
 
@@ -212,8 +213,20 @@ class SearchSpace:
             self._add_family_workload(w)
             return
         model = self.models[w.name]
+        if w.max_model_len and w.input_tokens + w.output_tokens > w.max_model_len:
+            raise ScenarioError(
+                f"workload '{w.name}': {w.input_tokens + w.output_tokens} tokens per request "
+                f"exceed its max_model_len {w.max_model_len}"
+            )
+        engine = configure_engine(
+            w.engine,
+            gpu_memory_utilization=w.gpu_memory_utilization,
+            max_num_seqs=w.max_num_seqs,
+            max_num_batched_tokens=w.max_num_batched_tokens,
+            max_model_len=w.max_model_len,
+        )
         cands, excluded = enumerate_candidates(
-            model, self.gpus, self.sc.fleet.max_gpus_per_replica, w.weights, w.kv_cache, w.engine
+            model, self.gpus, self.sc.fleet.max_gpus_per_replica, w.weights, w.kv_cache, engine
         )
         self.excluded[w.name] = excluded
         seen: list[tuple[Candidate, Capacity]] = []

@@ -29,6 +29,11 @@ class LLMWorkload(BaseModel):
     )
     kv_cache: str = "bf16"
     engine: str = "vllm"
+    # the engine's knobs, as its users set them (default: the engine's own)
+    gpu_memory_utilization: float | None = Field(None, ge=0.05, le=1)
+    max_num_seqs: int | None = Field(None, ge=1, le=1_000_000)
+    max_num_batched_tokens: int | None = Field(None, ge=16, le=10_000_000)
+    max_model_len: int | None = Field(None, ge=16, le=1_000_000_000)
     users: float = Field(gt=0, le=1e9, description="people (worker-equivalents)")
     hours_per_person: float = Field(
         ge=0.01, le=24, description="hours a day a person drives a session"
