@@ -125,3 +125,14 @@ def test_scenario_takes_the_engine_knobs(tmp_path):
     p.write_text(base.format(knobs="    max_model_len: 2000\n"))
     with pytest.raises(ScenarioError, match="max_model_len 2000"):
         solve(load_scenario(p))
+
+
+def test_memory_check_against_engine_logs():
+    """validate's memory check: the estimator's kv_cache_tokens against what engines logged.
+    The issue's target is 5% median; today 8.9% (the causes are in docs/VALIDATION.md):
+    this holds the line until they are fixed."""
+    from calibration.memory import memory_check, memory_summary
+
+    s = memory_summary(memory_check())
+    assert s["rows"] >= 10
+    assert s["median_abs_pct"] <= 12.0

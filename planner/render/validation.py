@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from calibration.memory import memory_summary
 from calibration.report import Validation, _fmt_stats, coverage, coverage_line
 
 
@@ -43,4 +44,11 @@ def validation_text(v: Validation) -> str:
             headers=["family", "rows", "median", "p90", "bias"],
         )
     )
+    m = memory_summary(v.memory_rows)
+    if m.get("rows"):
+        out.append(
+            f"\nKV-cache capacity vs engine start-up logs: {m['rows']} logs, median |error| "
+            f"{m['median_abs_pct']}%, p90 {m['p90_abs_pct']}%, bias {m['bias_pct']:+}% "
+            f"({m['skipped']} skipped; calibration/data/engine_logs.csv)"
+        )
     return "\n".join(out)
