@@ -109,7 +109,14 @@ def _user_counts(users: list[int] | None, users_max: int | None, default_max: in
                 f"--users: at most {MAX_POINTS:,} counts, each at most {MAX_USERS:,}"
             )
         return out
-    hi = users_max or default_max
+    if users_max is not None:  # asked for every count: every count, never a sample
+        if users_max > MAX_POINTS:
+            raise EstimatorError(
+                f"--users-max evaluates every user count, at most {MAX_POINTS:,}; for more "
+                "users give the counts to evaluate with --users"
+            )
+        return list(range(1, users_max + 1))
+    hi = default_max
     if hi > MAX_USERS:
         raise EstimatorError(f"--users-max may be at most {MAX_USERS:,}")
     if hi <= DENSE_UP_TO:

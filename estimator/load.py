@@ -289,7 +289,7 @@ def load_point(
         prefill_share=rho,
         slot_wait_prob=pw_sl,
         memory_gb=st.memory_gb(in_flight),
-        fits=demand <= c,
+        fits=demand <= c * (1 + 1e-9),  # n users on n slots with no think time: n, not n+eps
         stable=~saturated,
     )
 

@@ -140,3 +140,14 @@ def test_seed_example_llama3_70b_fp8_2xh100_32k():
     k = knee(lp)
     fit = max_users_fit(lp)
     assert 2 <= k <= 8 and 4 <= fit <= 10 and k <= fit
+
+
+def test_users_max_evaluates_every_count_and_slots_fit():
+    """`curve --users-max N` evaluates every user count 1..N (no geometric sample that
+    could move the knee), and with no think time as many users as KV slots fit."""
+    from estimator import curve
+
+    c = curve("llama-3.1-8b", "h100-sxm", users_max=600, input_tokens=1024, output_tokens=256)
+    d = c.to_dict()
+    assert [p["users"] for p in d["points"]] == list(range(1, 601))
+    assert d["max_users_fit"] == d["kv_slots_per_replica"]
