@@ -232,6 +232,8 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
 
     import yaml
 
+    from .bands import error_bands
+
     rows = load_rows(paths)
     cases = [c for c in (prepare(i, r) for i, r in enumerate(rows)) if isinstance(c, Case)]
     params, info = fit(cases)
@@ -274,6 +276,9 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         },
         "families": fams,
         "links": {"nic_latency_us": 8.0},
+        # quantiles of measured / predicted from the leave-one-source-out predictions, by
+        # kind of number and GPU family (>= 20 rows), for the bands every estimate carries
+        "error_bands": error_bands(cases, cv),
         "error": {
             "in_sample": {k: _slim(ins["metric"].get(k)) for k in ("throughput", "latency")},
             "leave_one_source_out": {

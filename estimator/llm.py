@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import comm
+from .bands import bands_for
 from .efficiency import Efficiency
 from .engines import Engine, kv_budget_bytes, runtime_overhead_bytes
 from .engines import engine as get_engine
@@ -316,6 +317,7 @@ class Estimate:
     notes: list[str] = field(default_factory=list)
     shortfall_gb: float = 0.0
     kv_cache_tokens: int | None = None  # what the engine logs as "GPU KV cache size"
+    bands: dict = field(default_factory=dict)  # p10-p50-p90 from cross-validated residuals
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -413,6 +415,7 @@ def estimate_replica(
         notes=notes,
         shortfall_gb=max(0.0, total - box.usable),
         kv_cache_tokens=ev.kv_cache_tokens,
+        bands=bands_for(gpu, ttft, tpot, replica_out),
     )
 
 

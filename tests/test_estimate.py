@@ -249,3 +249,16 @@ def test_every_family_estimates(name):
     )
     assert e.fits and 0 < e.tpot_s < 1 and 0 < e.ttft_s < 10
     assert e.bottleneck in {"memory", "compute", "interconnect"}
+
+
+def test_every_llm_estimate_carries_its_error_band():
+    import estimator
+
+    e = estimator.estimate("llama-3.1-70b", "h100-sxm", gpus=2, weights="fp8", batch=16,
+                           input_tokens=2000, output_tokens=300)  # fmt: skip
+    b = e.to_dict()["bands"]
+    for k in ("ttft_s", "tpot_s", "per_user_tokens_per_s", "output_tokens_per_s"):
+        assert b[k]["p10"] <= b[k]["p50"] <= b[k]["p90"]
+    assert b["per_user_tokens_per_s"]["p10"] == pytest.approx(1 / b["tpot_s"]["p90"])
+    assert b["ttft_s"]["p10"] < e.ttft_s < b["ttft_s"]["p90"] * 1.01
+    assert "leave-one-source-out" in b["basis"]

@@ -38,6 +38,18 @@ def test_every_named_model_and_gpu_is_evaluated(report):
     assert cov["evaluated"] + sum(cov["skipped"].values()) == cov["rows"]
 
 
+def test_error_bands_are_the_cross_validated_residual_quantiles(report):
+    """calibration.yaml's error_bands are what the leave-one-source-out predictions of the
+    shipped data give (so every estimate's band is reproducible), ordered p10 <= p50 <= p90."""
+    from calibration.bands import error_bands
+
+    recorded = calibration()["error_bands"]
+    assert error_bands(report.cases, report.cv_predicted) == recorded
+    for groups in recorded.values():
+        for q in groups.values():
+            assert 0 < q["p10"] <= q["p50"] <= q["p90"] and q["n"] >= 20
+
+
 def test_cross_validated_error_not_worse_than_recorded(report):
     """Fails if the leave-one-source-out median error gets worse than the figure recorded by
     the last `planner calibrate --write` by more than two percentage points."""

@@ -59,6 +59,10 @@ def _family_table(e: FamilyEstimate) -> str:
     return "\n".join(out)
 
 
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
 def _llm_table(e: ServingEstimate, model_label: str, gpu_label: str) -> str:
     p = e.parallel
     wl = e.workload
@@ -103,7 +107,23 @@ def _llm_table(e: ServingEstimate, model_label: str, gpu_label: str) -> str:
         f"decode step: memory {d['memory'] * 1e3:.2f} ms, compute {d['compute'] * 1e3:.2f} ms, "
         f"interconnect {d['comm'] * 1e3:.2f} ms, fixed overheads {d['overhead'] * 1e3:.2f} ms"
     )
-    out = [head, work, "", tabulate(rows, tablefmt="simple"), "", *pictures(e), step]
+    if e.kv_cache_tokens is not None:
+        rows.insert(2, ["KV cache the engine reserves", f"{e.kv_cache_tokens:,} tokens"])
+    band = {
+        "TTFT": ("ttft_s", 1e3, "ms"),
+        "time per output token": ("tpot_s", 1e3, "ms"),
+        "per-user speed": ("per_user_tokens_per_s", 1, "tok/s"),
+        "replica output throughput (with prefill)": ("output_tokens_per_s", 1, "tok/s"),
+    }
+    for r in rows:
+        key = next((k for k in band if str(r[0]).startswith(k)), None)
+        b = e.bands.get(band[key][0]) if key else None
+        scale, unit = (band[key][1], band[key][2]) if key else (1, "")
+        r.append(f"{_num(b['p10'] * scale)}-{_num(b['p90'] * scale)} {unit}" if b else "")
+    table = tabulate(rows, headers=["", "estimate", "p10-p90"], tablefmt="simple")
+    out = [head, work, "", table, "", *pictures(e), step]
+    if e.bands:
+        out.append(f"p10-p90: {e.bands['basis']}")
     if e.notes:
         out += ["", *("note: " + n for n in e.notes)]
     return "\n".join(out)

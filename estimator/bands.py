@@ -1,0 +1,44 @@
+"""The error band every language-model estimate carries: its point estimate times the
+quantiles of measured / predicted that `planner calibrate` found when each published source
+was predicted by factors fitted on the others (``error_bands`` in calibration.yaml), for the
+GPU's family where it has enough rows, else for all GPUs."""
+
+from __future__ import annotations
+
+from .efficiency import calibration, efficiency_key
+from .hardware import Accelerator
+
+
+def band_factors(kind: str, gpu: Accelerator) -> dict | None:
+    """{'p10', 'p50', 'p90', 'n', 'group'} for 'throughput', 'ttft' or 'tpot'; None without data."""
+    groups = (calibration().get("error_bands") or {}).get(kind)
+    if not groups:
+        return None
+    key = efficiency_key(gpu)
+    group = key if key in groups else "all"
+    return {**groups[group], "group": group}
+
+
+def bands_for(gpu: Accelerator, ttft_s: float, tpot_s: float, tokens_per_s: float) -> dict:
+    """p10-p90 of TTFT, time per output token, per-user speed and replica throughput."""
+    out: dict = {}
+    basis = []
+    for kind, name, value in (
+        ("ttft", "ttft_s", ttft_s),
+        ("tpot", "tpot_s", tpot_s),
+        ("throughput", "output_tokens_per_s", tokens_per_s),
+    ):
+        f = band_factors(kind, gpu)
+        if f is None:
+            continue
+        out[name] = {"p10": value * f["p10"], "p50": value * f["p50"], "p90": value * f["p90"]}
+        basis.append(f"{kind}: {f['n']} rows ({f['group']})")
+        if kind == "tpot":  # per-user speed is 1 / TPOT: its low end is TPOT's high end
+            out["per_user_tokens_per_s"] = {
+                "p10": 1.0 / (value * f["p90"]),
+                "p50": 1.0 / (value * f["p50"]),
+                "p90": 1.0 / (value * f["p10"]),
+            }
+    if out:
+        out["basis"] = "quantiles of measured/predicted, leave-one-source-out: " + "; ".join(basis)
+    return out
