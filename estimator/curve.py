@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .bands import band_factors, bands_for
 from .catalog import get_gpu
 from .disagg import disaggregated_point, kv_transfer_seconds
 from .engines import Engine
@@ -91,6 +92,8 @@ class CurveResult:
     operating_point: dict
     targets: dict
     disaggregated: dict | None
+    # every point's band: its value times these quantiles of measured/predicted (by kind)
+    band_factors: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)  # display names for tables
 
     def to_dict(self) -> dict:
@@ -215,7 +218,14 @@ def curve(
             "output_tokens_per_s": float(op.output_tokens_per_s[0] * reps),
             "memory_gb": float(op.memory_gb[0]),
             "fits": bool(op.fits[0]),
+            "bands": bands_for(
+                acc,
+                float(op.ttft_pct_s[0]),
+                1.0 / float(op.per_user_tokens_per_s[0]),
+                float(op.output_tokens_per_s[0] * reps),
+            ),
         },
+        band_factors={k: f for k in ("ttft", "tpot", "throughput") if (f := band_factors(k, acc))},
         targets={"ttft_s": ttft_s, "tokens_per_s": tokens_per_s, "percentile": percentile},
         disaggregated={"prefill_replicas": split[0], "decode_replicas": split[1]}
         if split

@@ -50,7 +50,21 @@ def curve_text(c: CurveResult) -> str:
             f"\noperating point: {o['users']} users: TTFT {o['ttft_s']:.3g} s mean, "
             f"{o['ttft_pct_s']:.3g} s p{pct:g}, {o['per_user_tokens_per_s']:.1f} tok/s "
             f"per user, {o['output_tokens_per_s']:.0f} tok/s total",
+            _band_line(o.get("bands") or {}, pct),
             f"knee: {c.knee_users} users (most before breaking the {why})",
             f"most users that fit in memory: {c.max_users_fit}",
         ]
     )
+
+
+def _band_line(b: dict, pct: float) -> str:
+    """The operating point's p10-p90 band from the cross-validated residuals."""
+    if not b:
+        return "  (no error band: the calibration has no residuals for this GPU)"
+    t, u = b.get("ttft_s"), b.get("per_user_tokens_per_s")
+    parts = []
+    if t:
+        parts.append(f"TTFT p{pct:g} {t['p10']:.3g}-{t['p90']:.3g} s")
+    if u:
+        parts.append(f"{u['p10']:.1f}-{u['p90']:.1f} tok/s per user")
+    return "  p10-p90 (cross-validated): " + ", ".join(parts)
