@@ -10,7 +10,7 @@ import numpy as np
 from .cases import Case
 
 MIN_ROWS = 20  # rows a group needs for its own band; thinner groups use the metric's band
-QUANTILES = (10, 50, 90)
+QUANTILES = (5, 10, 25, 50, 75, 90, 95)
 
 
 def band_kind(metric: str) -> str:

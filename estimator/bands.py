@@ -5,6 +5,8 @@ GPU's family where it has enough rows, else for all GPUs."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .efficiency import calibration, efficiency_key
 from .hardware import Accelerator
 
@@ -42,3 +44,21 @@ def bands_for(gpu: Accelerator, ttft_s: float, tpot_s: float, tokens_per_s: floa
     if out:
         out["basis"] = "quantiles of measured/predicted, leave-one-source-out: " + "; ".join(basis)
     return out
+
+
+_QS = (5, 10, 25, 50, 75, 90, 95)
+
+
+def pessimistic_factor(kind: str, gpu: Accelerator, confidence: float | None) -> float:
+    """How much worse than its point estimate a latency ('ttft' or 'tpot') is at the given
+    confidence: the ``confidence`` quantile of measured/predicted, interpolated between the
+    stored quantiles, and never below 1 (a plan is never sized on a rosier number than the
+    estimate itself). None: the point estimate (factor 1)."""
+    if confidence is None:
+        return 1.0
+    f = band_factors(kind, gpu)
+    if f is None:
+        return 1.0
+    qs = [q for q in _QS if f"p{q}" in f]
+    r = float(np.interp(100 * confidence, qs, [f[f"p{q}"] for q in qs]))
+    return max(1.0, r)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from estimator import Evaluator
+from estimator.bands import pessimistic_factor
 from estimator.curve import load_curve, users_past_saturation
 from estimator.load import prepare_steps, saturation_rate
 
@@ -38,12 +39,23 @@ class OperatingPoint:
     kv_gb: float
 
 
-def _ok(lp, w: LLMWorkload):
+def targets(w: LLMWorkload, gpu) -> tuple[float | None, float | None]:
+    """The TTFT and per-user speed the point estimate must reach on this GPU so the real
+    ones meet the workload's targets at the scenario's confidence (bands: estimator/bands.py).
+    Without a confidence, the targets themselves."""
+    c = w._confidence
+    ttft = w.ttft_s / pessimistic_factor("ttft", gpu, c) if w.ttft_s else None
+    tps = w.tokens_per_s * pessimistic_factor("tpot", gpu, c) if w.tokens_per_s else None
+    return ttft, tps
+
+
+def _ok(lp, w: LLMWorkload, gpu):
     ok = np.asarray(lp.fits, bool).copy()
-    if w.ttft_s:
-        ok &= lp.ttft_pct_s <= w.ttft_s
-    if w.tokens_per_s:
-        ok &= lp.per_user_tokens_per_s >= w.tokens_per_s
+    ttft, tps = targets(w, gpu)
+    if ttft:
+        ok &= lp.ttft_pct_s <= ttft
+    if tps:
+        ok &= lp.per_user_tokens_per_s >= tps
     return ok
 
 
@@ -108,32 +120,33 @@ def llm_capacity(
     grid = np.unique(np.round(np.geomspace(1, n_hi, 10)))
     lp = curve(grid)
     best_ttft, best_tps = float(lp.ttft_pct_s[0]), float(lp.per_user_tokens_per_s[0])
-    ok = np.cumprod(_ok(lp, w)).astype(bool)  # never past a count that fails
+    ok = np.cumprod(_ok(lp, w, ev.gpu)).astype(bool)  # never past a count that fails
     if not ok[0]:
-        return Capacity(0, _binding(lp, 0, w), best_ttft, best_tps, st.slots)
+        return Capacity(0, _binding(lp, 0, w, ev.gpu), best_ttft, best_tps, st.slots)
     i = int(ok.sum()) - 1
     last = int(grid[i])
     if i + 1 == len(grid):
         return Capacity(last, "saturation", best_ttft, best_tps, st.slots)
     # narrow [last pass, first fail] to one user: seats are what the fleet is sized by. The
     # load curve is unique and monotone in users, so the passing counts are a prefix.
-    nxt, binding = int(grid[i + 1]), _binding(lp, i + 1, w)
+    nxt, binding = int(grid[i + 1]), _binding(lp, i + 1, w, ev.gpu)
     while nxt - last > 1:
         inner = np.unique(np.round(np.linspace(last, nxt, min(nxt - last + 1, 16))))[1:-1]
         lpf = curve(inner)
-        okf = np.cumprod(_ok(lpf, w)).astype(bool)
+        okf = np.cumprod(_ok(lpf, w, ev.gpu)).astype(bool)
         j = int(okf.sum())
         last = int(inner[j - 1]) if j else last
         if j < len(inner):
-            nxt, binding = int(inner[j]), _binding(lpf, j, w)
+            nxt, binding = int(inner[j]), _binding(lpf, j, w, ev.gpu)
     return Capacity(last, binding, best_ttft, best_tps, st.slots)
 
 
-def _binding(lp, k: int, w: LLMWorkload) -> str:
+def _binding(lp, k: int, w: LLMWorkload, gpu) -> str:
     """Which limit the user count at index ``k`` breaks first."""
     if not lp.fits[k]:
         return "memory"
-    if w.tokens_per_s and lp.per_user_tokens_per_s[k] < w.tokens_per_s:
+    _, tps = targets(w, gpu)
+    if tps and lp.per_user_tokens_per_s[k] < tps:
         return "tokens_per_s"
     return "ttft"
 

@@ -61,6 +61,15 @@ class SearchSpace:
         self.sc, self.presets = sc, presets
         self.notes: list[str] = []
         llm = {w.name for w in sc.workloads if KINDS[w.kind].language_model}
+        for w in sc.workloads:
+            if w.name in llm:
+                w._confidence = sc.confidence
+        if sc.confidence is not None:
+            self.notes.append(
+                f"sized at confidence {sc.confidence:g}: each latency target holds when the "
+                "estimate errs at that quantile of its cross-validated residuals (see `bands` "
+                "in `planner estimate --format json`)"
+            )
         self.models: dict[str, LanguageModel] = {
             w.name: self._language_model(w) for w in sc.workloads if w.name in llm
         }

@@ -88,6 +88,9 @@ class Scenario(BaseModel):
     fleet: Fleet = Fleet()
     cost: Cost = Cost()
     budget: Budget = Budget()
+    # size so the latency targets still hold when the estimator errs at this quantile of its
+    # cross-validated residuals (null: the point estimate)
+    confidence: float | None = Field(None, ge=0.5, le=0.95)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Scenario:

@@ -48,6 +48,8 @@ def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> 
         res.alternatives.append(to_plan(pl, pl.options, s))
     # proven optimal, each is no cheaper than the one before; unproven ones may be: sort
     res.alternatives.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
+    if sc.confidence is not None:
+        res.notes.append(_at_point_estimate(sc, presets, res.plan.cost_per_year_usd))
     return res
 
 
@@ -79,3 +81,19 @@ def compare(sc: Scenario, by: str = "vendor", presets: tuple[str, ...] = ()) -> 
         )
     )
     return Comparison(by, out)
+
+
+def _at_point_estimate(sc: Scenario, presets: tuple[str, ...], cost_per_year: float) -> str:
+    """What the cheapest fleet costs when sized on the point estimates instead."""
+    # a deep copy: the planner marks each workload with the scenario's confidence
+    base = SearchSpace(sc.model_copy(update={"confidence": None}, deep=True), presets)
+    sol = base.run(base.options, base.limits())
+    if not sol.found:
+        return "sized on the point estimates, no plan meets the targets"
+    plan = to_plan(base, base.options, sol)
+    extra = cost_per_year / plan.cost_per_year_usd - 1 if plan.cost_per_year_usd else 0.0
+    return (
+        f"on the point estimates the cheapest plan is {plan.label()} at "
+        f"${plan.cost_per_year_usd:,.0f} per year; confidence {sc.confidence:g} costs "
+        f"{extra:+.1%}"
+    )

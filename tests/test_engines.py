@@ -136,3 +136,42 @@ def test_memory_check_against_engine_logs():
     s = memory_summary(memory_check())
     assert s["rows"] >= 10
     assert s["median_abs_pct"] <= 12.0
+
+
+def test_pessimistic_factor_is_monotone_and_never_rosier():
+    from estimator.bands import pessimistic_factor
+
+    g = get_gpu("h100-sxm")
+    assert pessimistic_factor("ttft", g, None) == 1.0
+    fs = [pessimistic_factor("ttft", g, c) for c in (0.5, 0.7, 0.9, 0.95)]
+    assert fs == sorted(fs) and fs[0] >= 1.0 and fs[-1] > 1.0
+
+
+@pytest.mark.parametrize("name", ["chat-assistant", "coding-agents", "two-workloads"])
+def test_a_plan_at_confidence_is_never_cheaper(name):
+    """Sizing so the targets hold at a higher quantile of the estimator's error never buys
+    less than sizing at a lower one, or at the point estimate."""
+    from pathlib import Path
+
+    from planner import load_scenario, solve
+
+    sc = load_scenario(Path(__file__).resolve().parent.parent / "scenarios" / f"{name}.yaml")
+    costs = []
+    for c in (None, 0.5, 0.9):
+        r = solve(sc.model_copy(update={"confidence": c}, deep=True)).to_dict()
+        costs.append(r["cost_per_year_usd"] if r["feasible"] else float("inf"))
+    assert costs[0] <= costs[1] + 1e-6 <= costs[2] + 2e-6
+
+
+def test_confidence_is_bounded(tmp_path):
+    from planner import load_scenario
+    from planner.errors import ScenarioError
+
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        "workloads:\n  - name: a\n    model: llama-3.1-8b\n    users: 10\n"
+        "    hours_per_person: 1\n    utilisation: 0.5\n    input_tokens: 100\n"
+        "    output_tokens: 10\nconfidence: 0.99\n"
+    )
+    with pytest.raises(ScenarioError, match="confidence"):
+        load_scenario(p)
