@@ -111,6 +111,7 @@ class Case:
     clients: float  # closed loop: clients per replica (may exceed the running batch)
     fit: bool
     assumptions: list[str] = field(default_factory=list)
+    precision: str = ""  # the precision the matmuls run in (the compute factor's precision)
     dec: Parts | None = None
     pre: Parts | None = None
 
@@ -271,6 +272,7 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         clients,
         fit=not any(f in notes for f in FIT_EXCLUDE_FLAGS),
         assumptions=assumptions,
+        precision=ev.precision,
     )
     ctx = isl + osl / 2
     case.dec = _decompose(ev, ev1, lambda e: e.decode_step(b, ctx))

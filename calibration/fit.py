@@ -245,7 +245,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         return round(float(x), 4)
 
     fams = {
-        f: {"memory": r4(m), "compute": r4(c)}
+        f: {"memory": r4(m), "compute": r4(c), **_precision_of(cases, f)}
         for f, (m, c) in params.families.items()
         if f != "default"
     }
@@ -305,6 +305,18 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
 
     calibration.cache_clear()
     return doc
+
+
+def _precision_of(cases: list[Case], family: str) -> dict:
+    """The precision a family's compute factor was fitted at (its rows' majority) and how
+    many rows: a factor fitted on FP4 GEMMs says little about FP8 on the same GPU."""
+    from collections import Counter
+
+    n = Counter(c.precision for c in cases if c.fit and c.family == family)
+    if not n:
+        return {}
+    p, _ = n.most_common(1)[0]
+    return {"compute_precision": p, "rows": sum(n.values())}
 
 
 def _slim(s: dict | None) -> dict | None:

@@ -44,10 +44,21 @@ def efficiency_key(gpu) -> str:
     return f"{gpu.family}-gddr" if gddr else gpu.family
 
 
-def efficiency_for(family: str) -> Efficiency:
+def efficiency_for(family: str, precision: str | None = None) -> Efficiency:
+    """The family's factors. Its compute factor holds at the precision it was fitted at; at
+    another precision the row-weighted mean of the families fitted at that precision is
+    used when there are any (the share of peak a kernel reaches depends on the precision:
+    FP4 GEMMs reach less of their peak than FP8 ones), else the family's own."""
     cal = calibration()
     base = Efficiency(**cal["defaults"])
-    over = (cal.get("families") or {}).get(family) or {}
+    fams = cal.get("families") or {}
+    over = {k: v for k, v in (fams.get(family) or {}).items() if k in ("memory", "compute")}
+    fitted_at = (fams.get(family) or {}).get("compute_precision")
+    if precision and fitted_at and precision != fitted_at:
+        same = [f for f in fams.values() if f.get("compute_precision") == precision]
+        if same:
+            w = sum(f.get("rows", 1) for f in same)
+            over["compute"] = sum(f["compute"] * f.get("rows", 1) for f in same) / w
     return replace(base, **over)
 
 

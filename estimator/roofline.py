@@ -58,7 +58,7 @@ class Machine:
             )
         self.precision, self.precision_note = compute_precision(compute, gpu.dense_tflops)
         self.attn_precision, _ = compute_precision("bf16", gpu.dense_tflops)
-        self._set(efficiency or efficiency_for(efficiency_key(gpu)))
+        self._set(efficiency or efficiency_for(efficiency_key(gpu), self.precision))
 
     def _set(self, eff: Efficiency) -> None:
         self.eff = eff

@@ -262,3 +262,25 @@ def test_every_llm_estimate_carries_its_error_band():
     assert b["per_user_tokens_per_s"]["p10"] == pytest.approx(1 / b["tpot_s"]["p90"])
     assert b["ttft_s"]["p10"] < e.ttft_s < b["ttft_s"]["p90"] * 1.01
     assert "leave-one-source-out" in b["basis"]
+
+
+def test_compute_factor_is_per_precision():
+    """Blackwell's compute factor was fitted on FP4 rows; FP8 on a B200 takes the factor of
+    the families fitted at FP8, so FP8 prefill keeps most of the datasheet's 2.27x over an
+    H100 (2,250 vs 989 dense TFLOPS) instead of ~1.3x."""
+    from estimator.efficiency import calibration, efficiency_for
+
+    fams = calibration()["families"]
+    assert fams["blackwell"]["compute_precision"] == "fp4"
+    assert efficiency_for("blackwell", "fp4").compute == fams["blackwell"]["compute"]
+    fp8 = [f for f in fams.values() if f.get("compute_precision") == "fp8"]
+    expect = sum(f["compute"] * f["rows"] for f in fp8) / sum(f["rows"] for f in fp8)
+    assert efficiency_for("blackwell", "fp8").compute == pytest.approx(expect)
+
+    def prefill(gpu):
+        return estimator.estimate("llama-3.1-70b", gpu, weights="fp8", batch=1,
+                                  input_tokens=8000, output_tokens=10).prefill_s  # fmt: skip
+
+    import estimator
+
+    assert prefill("h100-sxm") / prefill("b200") > 1.8
