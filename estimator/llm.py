@@ -24,7 +24,7 @@ from .formats import kv_format, weight_format
 from .hardware import Accelerator
 from .memory_box import MemoryBox
 from .model import LanguageModel
-from .parallel import Parallel, check_split
+from .parallel import Parallel, check_block_quant, check_split
 from .roofline import ACT_BYTES, Machine, StepTimes
 
 EMBED_BYTES = (
@@ -66,6 +66,8 @@ class Evaluator:
             kv_format(kv),
             get_engine(engine),
         )
+        if self.wfmt.name == "fp8":  # the checkpoint's own block-FP8 layout
+            check_block_quant(model, par)
         self.machine = Machine(gpu, par, self.wfmt.compute, efficiency)
         self.notes: list[str] = []
         if self.machine.precision_note:

@@ -152,6 +152,8 @@ class LanguageModel(BaseModel):
     linear: LinearAttention | None = None
     max_context: int | None = None
     extra_params: int = 0  # derived from a sub-config (vision tower); see hf_config
+    # block-wise FP8 checkpoints (DeepSeek-V3, Kimi-K2): [block_n, block_k] of the scales
+    weight_block: list[int] | None = None
     extra_params_note: str = ""
 
     # ---- structure ------------------------------------------------------------------

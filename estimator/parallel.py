@@ -98,3 +98,30 @@ def check_split(model: LanguageModel, par: Parallel) -> None:
 
 def _divisors(n: int, limit: int) -> list[int]:
     return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
+
+
+def check_block_quant(model: LanguageModel, par: Parallel) -> None:
+    """Block-wise FP8 weights shard only along whole blocks: every TP shard of an MLP or
+    expert width must be a multiple of the block (vLLM's Fp8 linear and fused-MoE methods
+    refuse the checkpoint otherwise: 'output_size ... is not divisible by weight quantization
+    block_n')."""
+    if not model.weight_block:
+        return
+    block = max(model.weight_block)
+    widths = []
+    if model.dense_mlp is not None and any(la.mlp == "dense" for la in model.layers):
+        widths.append(("dense MLP", model.dense_mlp.intermediate_size, par.tp))
+    if model.moe is not None:
+        widths.append(("expert", model.moe.expert_intermediate_size, par.tp // par.ep))
+    for what, width, shards in widths:
+        if shards > 1 and (width % shards or (width // shards) % block):
+            raise SplitError(
+                f"the block-FP8 weights of {model.name} cannot be split this way: each of the "
+                f"{shards} {what} shards would be {width / shards:g} wide, not a multiple of the "
+                f"{block}-wide quantisation blocks ("
+                + (
+                    "use EP for the experts, or a smaller TP)"
+                    if what == "expert"
+                    else "use a smaller TP)"
+                )  # fmt: skip
+            )

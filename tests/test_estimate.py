@@ -284,3 +284,15 @@ def test_compute_factor_is_per_precision():
     import estimator
 
     assert prefill("h100-sxm") / prefill("b200") > 1.8
+
+
+def test_block_fp8_checkpoints_shard_only_along_whole_blocks():
+    """DeepSeek-V3 ships FP8 weights with 128x128 scale blocks: TP16 shards its 2,048-wide
+    experts into 128 (fine), TP32 into 64 (vLLM refuses). In BF16 any split loads."""
+    import estimator
+    from estimator import SplitError
+
+    estimator.estimate("deepseek-v3", "h200", gpus=16, batch=1)  # fp8, implied by the config
+    with pytest.raises(SplitError, match="128-wide quantisation blocks"):
+        estimator.estimate("deepseek-v3", "h200", gpus=32, batch=1)
+    estimator.estimate("deepseek-v3", "h200", gpus=32, batch=1, weights="bf16")

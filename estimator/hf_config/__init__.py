@@ -150,6 +150,10 @@ def model_from_config(config: Config, name: str, display_name: str = "") -> Lang
             f"num_attention_heads {a.num_heads}"
         )
     model.display_name = display_name or name
+    q = config.get("quantization_config") or text.get("quantization_config") or {}
+    block = q.get("weight_block_size") if isinstance(q, dict) else None
+    if isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) for b in block):
+        model.weight_block = block
     model.extra_params, model.extra_params_note = extra, note
     return model
 
