@@ -71,6 +71,16 @@ def engine(spec: str | Engine) -> Engine:
         raise EstimatorError(f"unknown engine '{spec}'; use one of {', '.join(ENGINES)}") from None
 
 
+# The engine knobs users set, with the bounds the CLI, the scenario schema and configure()
+# all enforce (one place).
+KNOBS: dict[str, tuple[float, float]] = {
+    "gpu_memory_utilization": (0.05, 1.0),
+    "max_num_seqs": (1, 1_000_000),
+    "max_num_batched_tokens": (16, 10_000_000),
+    "max_model_len": (16, 1_000_000_000),
+}
+
+
 def configure(
     spec: str | Engine,
     *,
@@ -83,13 +93,14 @@ def configure(
     the memory fraction (SGLang's ``mem_fraction_static``, TensorRT-LLM's
     ``free_gpu_memory_fraction``: the same field, each engine's own base)."""
     e = engine(spec)
-    checks = (
-        (gpu_memory_utilization, 0.05, 1.0, "gpu_memory_utilization"),
-        (max_num_seqs, 1, 1_000_000, "max_num_seqs"),
-        (max_num_batched_tokens, 16, 10_000_000, "max_num_batched_tokens"),
-        (max_model_len, 16, 1_000_000_000, "max_model_len"),
-    )
-    for v, lo, hi, name in checks:
+    given = {
+        "gpu_memory_utilization": gpu_memory_utilization,
+        "max_num_seqs": max_num_seqs,
+        "max_num_batched_tokens": max_num_batched_tokens,
+        "max_model_len": max_model_len,
+    }
+    for name, v in given.items():
+        lo, hi = KNOBS[name]
         if v is not None and not lo <= v <= hi:
             raise EstimatorError(f"{name} must be from {lo:,} to {hi:,}, not {v}")
     knobs = {

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from estimator.engines import ENGINES
+from estimator.engines import ENGINES, KNOBS
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 from estimator.load import ServingOptions, Speculative
 
@@ -30,10 +30,16 @@ class LLMWorkload(BaseModel):
     kv_cache: str = "bf16"
     engine: str = "vllm"
     # the engine's knobs, as its users set them (default: the engine's own)
-    gpu_memory_utilization: float | None = Field(None, ge=0.05, le=1)
-    max_num_seqs: int | None = Field(None, ge=1, le=1_000_000)
-    max_num_batched_tokens: int | None = Field(None, ge=16, le=10_000_000)
-    max_model_len: int | None = Field(None, ge=16, le=1_000_000_000)
+    gpu_memory_utilization: float | None = Field(
+        None, ge=KNOBS["gpu_memory_utilization"][0], le=KNOBS["gpu_memory_utilization"][1]
+    )
+    max_num_seqs: int | None = Field(None, ge=KNOBS["max_num_seqs"][0], le=KNOBS["max_num_seqs"][1])
+    max_num_batched_tokens: int | None = Field(
+        None, ge=KNOBS["max_num_batched_tokens"][0], le=KNOBS["max_num_batched_tokens"][1]
+    )
+    max_model_len: int | None = Field(
+        None, ge=KNOBS["max_model_len"][0], le=KNOBS["max_model_len"][1]
+    )
     users: float = Field(gt=0, le=1e9, description="people (worker-equivalents)")
     hours_per_person: float = Field(
         ge=0.01, le=24, description="hours a day a person drives a session"

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from estimator import EstimatorError
-from estimator.engines import ENGINES
+from estimator.engines import ENGINES, KNOBS
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 
 EXIT_INFEASIBLE, EXIT_BAD_INPUT = 1, 2
@@ -117,21 +117,23 @@ _REPLICA_OPTIONS = [
     ),
     click.option(
         "--gpu-memory-utilization",
-        type=FiniteRange(0.05, 1.0),
+        type=FiniteRange(*KNOBS["gpu_memory_utilization"]),
         help="The engine's memory fraction (vLLM gpu_memory_utilization, SGLang "
         "mem_fraction_static, TensorRT-LLM free_gpu_memory_fraction) [default: the engine's].",
     ),
     click.option(
-        "--max-num-seqs", type=click.IntRange(1, 1_000_000), help="Scheduler's sequence cap."
+        "--max-num-seqs",
+        type=click.IntRange(*KNOBS["max_num_seqs"]),
+        help="Scheduler's sequence cap.",
     ),
     click.option(
         "--max-num-batched-tokens",
-        type=click.IntRange(16, 10_000_000),
+        type=click.IntRange(*KNOBS["max_num_batched_tokens"]),
         help="Tokens per scheduler step (the prefill chunk the engine profiles).",
     ),
     click.option(
         "--max-model-len",
-        type=click.IntRange(16, 1_000_000_000),
+        type=click.IntRange(*KNOBS["max_model_len"]),
         help="Longest sequence served [default: the model's maximum].",
     ),
 ]
