@@ -6,6 +6,7 @@ collectives and layers a step runs), or a skipped row with its reason."""
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -161,6 +162,18 @@ def _decompose(ev: Evaluator, ev1: Evaluator, st_fn) -> Parts:
     return Parts(a.memory, a.compute, a.comm, (b.comm - a.comm) / 1e-6, layers, seqs)
 
 
+def _model_named(text: str):
+    """The model a row names: the whole name without a trailing remark in parentheses
+    ('Llama 3.1 70B Instruct (FP8)'), else its first word ('EleutherAI/gpt-j-6b (MLPerf)')."""
+    name = re.sub(r"\s*\([^)]*\)\s*$", "", text).strip()
+    for candidate in dict.fromkeys((name, text.split(" ")[0])):
+        try:
+            return get_model(candidate)
+        except EstimatorError:
+            continue
+    return None
+
+
 def prepare(idx: int, row: dict) -> Case | Skipped:
     """Resolve a CSV row to a case, or say why it cannot be evaluated."""
     metric = row.get("metric", "").strip()
@@ -168,9 +181,8 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         measured = float(row.get("value", ""))
     except ValueError:
         return Skipped(idx, row, "value is not a number")
-    try:
-        model = get_model(row["model"].split(" ")[0])
-    except EstimatorError:
+    model = _model_named(row["model"])
+    if model is None:
         return Skipped(idx, row, f"unknown model '{row['model']}'")
     try:
         gpu = get_gpu(row["gpu"].strip())
