@@ -70,5 +70,9 @@ def gpus_list(ctx, fmt):
 @friendly_errors
 def gpus_show(ctx, name, fmt):
     """One accelerator with every value and its source."""
-    d = get_gpu(name, presets_of(ctx)).model_dump()
+    g = get_gpu(name, presets_of(ctx))
+    d = g.model_dump()
+    # what the estimator sizes with: device capacity as the runtime reports it
+    d["capacity_runtime_gb"] = round(g.memory_bytes / 1e9, 2)
+    d["capacity_runtime_gib"] = round(g.memory_bytes / 2**30, 2)
     click.echo(dump(d) if fmt == "json" else gpu_text(d))
