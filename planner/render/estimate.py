@@ -31,7 +31,7 @@ def does_not_fit(e: ServingEstimate | FamilyEstimate) -> str:
         return f"does not fit: needs {m.total:.1f} GB per GPU, the engine allows {m.usable:.1f} GB"
     msg = (
         f"does not fit: needs {m.total:.1f} GB per GPU, the engine allows {m.usable:.1f} GB "
-        f"of {m.capacity:.0f} GB: short by {e.shortfall_gb:.1f} GB per GPU"
+        f"of {m.capacity:.1f} GB: short by {e.shortfall_gb:.1f} GB per GPU"
     )
     if e.advice:
         msg += "\nnearest that fits: " + "; ".join(e.advice)

@@ -31,7 +31,8 @@ def memory_box(e: Estimate, width: int = WIDTH) -> list[str]:
         inside[limit] = "|"
     line = "[" + "".join(inside) + "]" + ("!" * min(over, 20) if over > 0 else "")
     return [
-        f"{line} {m.total:.1f} / {m.capacity:.0f} GB",
+        f"{line} {m.total:.1f} / {m.capacity:.1f} GB ({m.capacity * 1e9 / 2**30:.1f} GiB as "
+        "the runtime reports it)",
         f" W weights {m.weights:.1f}  K KV/state {m.kv_cache:.1f}"
         f"  A activations {m.activations:.1f}"
         f"  O overhead {m.overhead:.1f}  | engine limit {m.usable:.1f} GB",
