@@ -9,6 +9,7 @@ import csv
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -113,6 +114,7 @@ class Case:
     fit: bool
     assumptions: list[str] = field(default_factory=list)
     precision: str = ""  # the precision the matmuls run in (the compute factor's precision)
+    ev: Any = None  # the row's Evaluator at unit efficiency (the sizing model's scoring)
     dec: Parts | None = None
     pre: Parts | None = None
 
@@ -285,6 +287,7 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         fit=not any(f in notes for f in FIT_EXCLUDE_FLAGS),
         assumptions=assumptions,
         precision=ev.precision,
+        ev=ev,
     )
     ctx = isl + osl / 2
     case.dec = _decompose(ev, ev1, lambda e: e.decode_step(b, ctx))

@@ -209,6 +209,8 @@ def summarise(cases: list[Case], pred: np.ndarray) -> dict:
 
 def cross_validate(cases: list[Case]) -> np.ndarray:
     """Leave-one-source-out: each source predicted by factors fitted on the others."""
+    from .scoring import score
+
     pred = np.full(len(cases), np.nan)
     sources = sorted({c.source_key for c in cases})
     for s in sources:
@@ -217,7 +219,8 @@ def cross_validate(cases: list[Case]) -> np.ndarray:
         if not any(c.fit for c in train):
             continue
         p, _ = fit(train)
-        pred[test_idx] = Batch([cases[i] for i in test_idx]).predict(p)
+        held = [cases[i] for i in test_idx]
+        pred[test_idx] = score(held, p, Batch(held).predict(p))
     return pred
 
 
@@ -233,11 +236,12 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
     import yaml
 
     from .bands import error_bands
+    from .scoring import score
 
     rows = load_rows(paths)
     cases = [c for c in (prepare(i, r) for i, r in enumerate(rows)) if isinstance(c, Case)]
     params, info = fit(cases)
-    pred = Batch(cases).predict(params)
+    pred = score(cases, params, Batch(cases).predict(params))
     cv = cross_validate(cases)
     ins, cvs = summarise(cases, pred), summarise(cases, cv)
 

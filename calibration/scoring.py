@@ -1,0 +1,58 @@
+"""Scoring a closed-loop row with the model that sizes fleets: ``estimator.load``'s
+closed-loop load point (the one ``solve``, ``curve`` and ``estimate``'s under-load figures
+use) at the row's clients per replica, with no think time. The fit still searches its
+factors on the fast lockstep surrogate of ``bench_shapes``; the errors `validate` reports,
+in-sample and cross-validated, are those of the sizing model."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from estimator import EstimatorError
+from estimator.efficiency import Efficiency
+from estimator.load import ServingOptions, load_point, prepare_steps
+
+from .cases import Case
+
+
+def efficiency_of(params, family: str) -> Efficiency:
+    m, c = params.eff(family)
+    return Efficiency(
+        memory=m,
+        compute=c,
+        comm_latency_scale=1.0,
+        collective_base_us=params.collective_base_us,
+        layer_overhead_us=params.layer_overhead_us,
+        step_overhead_ms=params.step_overhead_ms,
+        seq_overhead_us=params.seq_overhead_us,
+    )
+
+
+def closed_loop(case: Case, params) -> float:
+    """The row's metric from the sizing model's load point (nan if it cannot be evaluated)."""
+    ev = case.ev.with_efficiency(efficiency_of(params, case.family))
+    try:
+        st = prepare_steps(ev, case.isl, case.osl, ServingOptions())
+        lp = load_point(st, np.array([max(case.clients, 1.0)]), 0.0, 90.0)
+    except (EstimatorError, ValueError, ZeroDivisionError):
+        return float("nan")
+    tok = case.replicas * float(lp.output_tokens_per_s[0])
+    tpot = float(lp.tpot_s[0])
+    return {
+        "output_tok_s_total": tok,
+        "output_tok_s_per_gpu": tok / case.n_gpus,
+        "throughput_tok_s_total": tok * (case.isl + case.osl) / case.osl,
+        "ttft_ms": float(lp.ttft_s[0]) * 1e3,
+        "itl_ms": tpot * 1e3,
+        "tpot_ms": tpot * 1e3,
+        "tok_s_per_user": 1.0 / tpot,
+    }[case.metric]
+
+
+def score(cases: list[Case], params, surrogate: np.ndarray) -> np.ndarray:
+    """The surrogate's predictions with every closed-loop row replaced by the sizing model's."""
+    out = np.array(surrogate, float)
+    for i, c in enumerate(cases):
+        if c.kind == "closed":
+            out[i] = closed_loop(c, params)
+    return out
