@@ -115,6 +115,9 @@ class Case:
     assumptions: list[str] = field(default_factory=list)
     precision: str = ""  # the precision the matmuls run in (the compute factor's precision)
     ev: Any = None  # the row's Evaluator at unit efficiency (the sizing model's scoring)
+    # the harness's arrival pattern: the published closed-loop sweeps are synthetic (all
+    # clients start together, fixed lengths, no think time): they arrive in waves
+    arrivals: str = "waves"
     dec: Parts | None = None
     pre: Parts | None = None
 

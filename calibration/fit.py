@@ -6,7 +6,7 @@ over all cases, so fitting and cross-validating are fast, and it is the same phy
            + collectives × collective_base + layers × layer_overhead + step_overhead
 
 The serving formulas on top (closed loop, saturated throughput) are those of
-:mod:`calibration.bench_shapes`. :func:`write_calibration` writes the one file the estimator
+:mod:`estimator.harness`. :func:`write_calibration` writes the one file the estimator
 reads its factors from."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import numpy as np
 
 from estimator.efficiency import efficiency_for
 from estimator.files import atomic_write_text
+from estimator.harness import lockstep, saturated_tokens_per_s
 
 from . import display_name
-from .bench_shapes import lockstep, saturated_tokens_per_s
 from .cases import Case, Parts, load_rows, prepare
 
 # ---- the parameter vector ---------------------------------------------------------------

@@ -138,11 +138,11 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         "it from the model's config, the GPU preset and the row's split, formats, engine, "
         "lengths and concurrency. Offline max-throughput rows use "
         "the KV-limited batch under the engine's memory policy; closed-loop rows are scored with "
-        "the load model that sizes fleets (`estimator/load.py`, as `solve`, `curve` and "
-        "`estimate` use it) at the published concurrency per replica, fixed lengths and no "
-        "think time (`calibration/scoring.py`). The fit searches its factors on the faster "
-        "lockstep surrogate of `calibration/bench_shapes.py`; every error below is the "
-        "sizing model's.",
+        "the estimator's own load curve (`estimator.curve.load_curve`, which `solve`, `curve` "
+        "and `estimate` use) at the published concurrency per replica with the harness's "
+        "arrival pattern: synchronised waves, fixed lengths, no think time "
+        "(`estimator/harness.py`, `calibration/scoring.py`). Real users' arrivals spread in "
+        "time; that arrival pattern has no published measurements here.",
         "",
         f"Calibration: `estimator/calibration.yaml`, status `{cal.get('status')}`, fitted on "
         f"{cal.get('fitted_on')}, by `{cal.get('command', 'n/a')}`. The headline error is the "
@@ -233,11 +233,10 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         "- One host overhead per running sequence for every engine: vLLM's Python scheduler",
         "  costs more than TensorRT-LLM's C++ one; on AMD (all vLLM-on-ROCm rows) the fitted",
         "  cdna3 compute efficiency absorbs it, so treat it as an engine+GPU figure.",
-        "- The load model's TTFT under heavy closed-loop load is about half what the NIM sweeps",
-        "  measure (median measured/predicted 1.96, p90 9.7 on 61 rows): synthetic",
-        "  harnesses start all clients together, so prompts arrive in waves that wait whole",
-        "  cycles for a KV slot, where the load model's queue assumes arrivals spread in time;",
-        "  the fit's lockstep surrogate captures the waves, the sizing model does not yet.",
+        "- Arrivals spread in time (the planner's default for people) are not checked by any",
+        "  published row: every closed-loop sweep here is a synchronised harness. Scored as",
+        "  spread arrivals, their TTFT would be about half the measured (median",
+        "  measured/predicted 1.96 on the 61 TTFT rows): the waves, not the replica, set it.",
         "",
     ]
     return "\n".join(lines)

@@ -1,16 +1,16 @@
-"""Scoring a closed-loop row with the model that sizes fleets: ``estimator.load``'s
-closed-loop load point (the one ``solve``, ``curve`` and ``estimate``'s under-load figures
-use) at the row's clients per replica, with no think time. The fit still searches its
-factors on the fast lockstep surrogate of ``bench_shapes``; the errors `validate` reports,
-in-sample and cross-validated, are those of the sizing model."""
+"""Scoring a closed-loop row with the estimator's own load curve
+(``estimator.curve.load_curve``, the one ``solve``, ``curve`` and ``estimate`` use) at the row's
+clients per replica, with the harness's arrival pattern (synchronised waves, no think time).
+The fit evaluates the same harness formulas (``estimator.harness``) on its decomposed steps."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from estimator import EstimatorError
+from estimator.curve import load_curve
 from estimator.efficiency import Efficiency
-from estimator.load import ServingOptions, load_point, prepare_steps
+from estimator.load import ServingOptions, prepare_steps
 
 from .cases import Case
 
@@ -32,8 +32,9 @@ def closed_loop(case: Case, params) -> float:
     """The row's metric from the sizing model's load point (nan if it cannot be evaluated)."""
     ev = case.ev.with_efficiency(efficiency_of(params, case.family))
     try:
-        st = prepare_steps(ev, case.isl, case.osl, ServingOptions())
-        lp = load_point(st, np.array([max(case.clients, 1.0)]), 0.0, 90.0)
+        opts = ServingOptions(arrivals=case.arrivals)
+        st = prepare_steps(ev, case.isl, case.osl, opts)
+        lp = load_curve(ev, st, 0.0, 90.0, None, opts.arrivals)(np.array([max(case.clients, 1.0)]))
     except (EstimatorError, ValueError, ZeroDivisionError):
         return float("nan")
     tok = case.replicas * float(lp.output_tokens_per_s[0])

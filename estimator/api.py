@@ -183,7 +183,7 @@ def under_load(
     st = prepare_steps(ev, input_tokens, output_tokens, opts)
     if st.slots < 1:
         return None
-    lp = load_curve(ev, st, opts.think_time_s, 90.0, split)([users])
+    lp = load_curve(ev, st, opts.think_time_s, 90.0, split, opts.arrivals)([users])
     return {
         "users": users,
         "disaggregated": {"prefill_replicas": split[0], "decode_replicas": split[1]}

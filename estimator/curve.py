@@ -16,6 +16,7 @@ from .catalog import get_gpu
 from .disagg import disaggregated_point, kv_transfer_seconds
 from .engines import Engine
 from .errors import EstimatorError
+from .harness import waves_point
 from .llm import Evaluator, parallel_for
 from .load import (
     LoadPoint,
@@ -41,9 +42,15 @@ def load_curve(
     think_time_s: float,
     percentile: float,
     split: tuple[int, int] | None = None,
+    arrivals: str = "spread",
 ) -> Callable[..., LoadPoint]:
     """users -> LoadPoint for one replica (``split`` None) or for a disaggregated unit of
-    ``split = (prefill replicas, decode replicas)``: the one place that choice is made."""
+    ``split = (prefill replicas, decode replicas)``, with requests arriving spread in time or
+    in a benchmark harness's synchronised waves: the one place those choices are made."""
+    if arrivals == "waves":
+        if split is not None:
+            raise EstimatorError("arrivals 'waves' models one replica, not a disaggregated unit")
+        return lambda users, **kw: waves_point(steps, users, percentile)
     if split is None:
         return lambda users, **kw: load_point(steps, users, think_time_s, percentile, **kw)
     p, d = split
@@ -172,7 +179,7 @@ def curve(
     split = parse_disaggregation(disaggregate) if isinstance(disaggregate, str) else disaggregate
 
     def at_pct(x, pct):
-        return load_curve(ev, st, opts.think_time_s, pct, split)(x)
+        return load_curve(ev, st, opts.think_time_s, pct, split, opts.arrivals)(x)
 
     lp = at_pct(u / reps, percentile)
     lp.users = u  # report whole-deployment users

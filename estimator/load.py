@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import EstimatorError
 from .llm import Evaluator
@@ -68,6 +68,15 @@ class ServingOptions(BaseModel):
     prefix_hit_rate: float = Field(0.0, ge=0, lt=1, description="share of prompt tokens cached")
     chunk_tokens: int | None = Field(None, ge=16, description="prefill tokens per iteration")
     speculative: Speculative | None = None
+    # how requests arrive: spread in time (people), or in the synchronised waves of a
+    # synthetic benchmark harness (all clients start together, fixed lengths, no think time)
+    arrivals: Literal["spread", "waves"] = "spread"
+
+    @model_validator(mode="after")
+    def _waves_have_no_think_time(self) -> ServingOptions:
+        if self.arrivals == "waves" and self.think_time_s > 0:
+            raise ValueError("arrivals 'waves' is a benchmark harness: it has no think time")
+        return self
 
 
 @dataclass

@@ -102,7 +102,7 @@ def _curve(ev: Evaluator, w: LLMWorkload, st, split: tuple[int, int] | None):
     """The load curve of one replica (``split`` None) or a disaggregated unit, and a user
     count past its saturation (the top of the capacity scan)."""
     think = w.serving().think_time_s
-    curve = load_curve(ev, st, think, w.ttft_percentile, split)
+    curve = load_curve(ev, st, think, w.ttft_percentile, split, w.serving().arrivals)
     return curve, users_past_saturation(st, think, split)
 
 

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from calibration import fit as f
 from calibration import report as rp
 from calibration import shipped_dir, shipped_files
-from calibration.bench_shapes import lockstep
 from estimator.efficiency import calibration
+from estimator.harness import lockstep
 from planner.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,3 +174,37 @@ def test_family_errors_not_worse_than_recorded():
     s = vf.summary(vf.run())
     for fam, rec in FAMILY_RECORD.items():
         assert s[fam]["median_abs_pct"] <= rec + 2.0, (fam, s[fam], rec)
+
+
+def test_validate_scores_closed_loop_rows_with_the_sizing_load_curve(report):
+    """The very code `curve`/`estimate`/`solve` use: a published closed-loop TTFT row scored by
+    validate equals `estimator.curve` for the same replica, lengths, users and the harness's
+    arrivals (waves)."""
+    import estimator
+    from calibration.fit import current_params
+    from calibration.scoring import closed_loop
+    from estimator.load import ServingOptions
+
+    case = next(
+        c for c in report.cases
+        if c.kind == "closed" and c.metric == "ttft_ms" and c.replicas == 1
+    )  # fmt: skip
+    p = current_params(sorted({c.family for c in report.cases}))
+    ev = case.ev
+    c = estimator.curve(
+        ev.model.name,
+        ev.gpu.name,
+        ev.par.tp * ev.par.pp,
+        tp=ev.par.tp,
+        pp=ev.par.pp,
+        ep=ev.par.ep,
+        attention_dp=ev.par.attention_dp,
+        weights=ev.wfmt.name,
+        kv=ev.kvfmt.name,
+        engine=ev.engine.name,
+        input_tokens=case.isl,
+        output_tokens=case.osl,
+        users=[int(case.clients)],
+        serving=ServingOptions(arrivals="waves"),
+    )
+    assert closed_loop(case, p) == pytest.approx(c.points[0]["ttft_s"] * 1e3, rel=1e-6)

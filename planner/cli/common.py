@@ -153,6 +153,14 @@ _SERVING_OPTIONS = [
         help="Mean seconds a user pauses between an answer and the next prompt.",
     ),
     click.option(
+        "--arrivals",
+        type=click.Choice(["spread", "waves"]),
+        default="spread",
+        show_default=True,
+        help="How requests arrive: spread in time (people), or in the synchronised waves of "
+        "a benchmark harness (all clients at once, fixed lengths, no think time).",
+    ),
+    click.option(
         "--prefix-hit-rate",
         type=FiniteRange(0, 1, max_open=True),
         default=0.0,
@@ -282,6 +290,7 @@ def serving_from(
     spec_acceptance,
     spec_method,
     spec_draft_cost,
+    arrivals="spread",
     disaggregate=None,  # a deployment shape, not an engine option: passed on separately
 ):
     """The serving flags as the estimator's :class:`~estimator.ServingOptions`."""
@@ -295,9 +304,18 @@ def serving_from(
             acceptance=spec_acceptance,
             draft_cost=spec_draft_cost,
         )
-    return ServingOptions(
-        think_time_s=think_time,
-        prefix_hit_rate=prefix_hit_rate,
-        chunk_tokens=chunk_tokens,
-        speculative=spec,
-    )
+    from pydantic import ValidationError
+
+    from estimator import EstimatorError
+
+    try:
+        return ServingOptions(
+            think_time_s=think_time,
+            prefix_hit_rate=prefix_hit_rate,
+            chunk_tokens=chunk_tokens,
+            speculative=spec,
+            arrivals=arrivals,
+        )
+    except ValidationError as e:  # a combination no single option's range catches
+        msg = e.errors()[0]["msg"].removeprefix("Value error, ")
+        raise EstimatorError(f"--arrivals/--think-time: {msg}") from None

@@ -59,7 +59,7 @@ def _split(kw: dict) -> dict:
 
 def _serving(kw: dict) -> dict:
     disaggregate = kw.pop("disaggregate")
-    names = ("think_time", "prefix_hit_rate", "chunk_tokens") + tuple(
+    names = ("think_time", "prefix_hit_rate", "chunk_tokens", "arrivals") + tuple(
         k for k in list(kw) if k.startswith("spec_")
     )
     return {"serving": serving_from(**{k: kw.pop(k) for k in names}), "disaggregate": disaggregate}

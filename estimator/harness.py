@@ -1,0 +1,94 @@
+"""The load shapes of synthetic benchmark harnesses, the one place they are modelled:
+
+- offline max-throughput: the queue never empties and the engine keeps its largest batch;
+  each request also needs its prefill, so a replica produces
+  ``batch / (t_decode + batch·s/output)`` output tokens per second (``s``: marginal prefill
+  seconds of one prompt);
+- the synchronised closed loop (genai-perf, vLLM's benchmark_serving at fixed concurrency):
+  every client starts at once with the same lengths and no think time, so the clients stay
+  in lockstep. Each cycle all prompts arrive together, are prefilled one after another,
+  then decode together; clients beyond the KV slots wait whole cycles.
+
+Real users' arrivals spread in time (``estimator.load``); ``waves_point`` is the same replica
+(the same :class:`~estimator.load.Steps`) under the harness's arrival pattern, chosen with
+``ServingOptions(arrivals="waves")``. ``planner validate`` scores published rows with these
+(and its fit uses the same formulas on its decomposed steps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .load import LoadPoint, Steps
+
+
+@dataclass
+class LoopTimes:
+    tpot_s: Any
+    ttft_mean_s: Any
+    ttft_pct_s: Any
+    prefill_share: Any
+    output_tokens_per_s: Any  # per replica
+
+
+def lockstep(t_dec, s, s_alone, batch, output_tokens: int, max_batch=None) -> LoopTimes:
+    """A synthetic benchmark's closed loop: ``batch`` clients with fixed lengths and no think
+    time start together, so they stay in lockstep: every cycle all prompts arrive at once,
+    are prefilled one after another (FCFS), then decode together. Request j of a wave gets its
+    first token after ``s_alone + j·s``; the mean TTFT is ``s_alone + (n−1)/2·s`` and the
+    cycle ``n·s + output·t_decode``. Clients beyond ``max_batch`` (what fits in memory) wait
+    whole cycles for a slot: wave k waits k cycles."""
+    b = np.asarray(batch, float)
+    t_dec = np.asarray(t_dec, float)
+    n = b if max_batch is None else np.minimum(b, max_batch)
+    cycle = n * s + output_tokens * t_dec
+    ttft_wave = s_alone + (n - 1) / 2 * s
+    waves = np.ceil(b / n)
+    # mean extra wait over clients: full waves of n wait 0, 1, ..., waves−1 cycles (the last
+    # wave is partial)
+    last = b - (waves - 1) * n
+    extra = (n * cycle * (waves - 1) * (waves - 2) / 2 + last * (waves - 1) * cycle) / b
+    ttft = ttft_wave + extra
+    tpot = ((n + 1) / 2 * s + (output_tokens - 1) * t_dec) / max(output_tokens - 1, 1)
+    return LoopTimes(tpot, ttft, ttft, None, n * output_tokens / cycle)
+
+
+def saturated_tokens_per_s(t_dec, s, batch, output_tokens: int):
+    b = np.asarray(batch, float)
+    return b / (np.asarray(t_dec, float) + b * s / output_tokens)
+
+
+def waves_point(steps: Steps, users, percentile: float = 90.0) -> LoadPoint:
+    """Request j of a wave of n gets its first token after ``s_alone + j·s`` (``s``: one
+    prompt's marginal prefill), so the mean TTFT is ``s_alone + (n−1)/2·s`` and the
+    percentile ``s_alone + p·(n−1)·s``; a cycle is ``n·s + output·t_iter(n)``. Users beyond
+    the slots form later waves that wait whole cycles."""
+    st = steps
+    b = np.atleast_1d(np.asarray(users, float))
+    c = max(st.slots, 1)
+    n = np.minimum(b, c)
+    s = st.input_tokens * st.s_token
+    t_dec = st.t_iter(n) / st.tokens_per_iter
+    lt = lockstep(t_dec, s, st.s_alone, b, st.output_tokens, c)
+    cycle = n * s + st.output_tokens * t_dec
+    waves = np.ceil(b / n)
+    p = percentile / 100.0
+    ttft_p = st.s_alone + p * (n - 1) * s + np.where(waves > 1, (waves - 1) * cycle * p, 0.0)
+    return LoadPoint(
+        users=b,
+        ttft_s=lt.ttft_mean_s,
+        ttft_pct_s=np.maximum(ttft_p, lt.ttft_mean_s),
+        tpot_s=lt.tpot_s,
+        per_user_tokens_per_s=1.0 / lt.tpot_s,
+        output_tokens_per_s=lt.output_tokens_per_s,
+        batch=n,
+        in_flight=n,
+        prefill_share=n * s / cycle,
+        slot_wait_prob=np.where(b > c, 1.0 - c / b, 0.0),
+        memory_gb=st.memory_gb(n),
+        fits=b <= c,
+        stable=np.ones_like(b, bool),
+    )
