@@ -167,11 +167,15 @@ def _decompose(ev: Evaluator, ev1: Evaluator, st_fn) -> Parts:
     return Parts(a.memory, a.compute, a.comm, (b.comm - a.comm) / 1e-6, layers, seqs)
 
 
-def _model_named(text: str):
-    """The model a row names: the whole name without a trailing remark in parentheses
-    ('Llama 3.1 70B Instruct (FP8)'), else its first word ('EleutherAI/gpt-j-6b (MLPerf)')."""
-    name = re.sub(r"\s*\([^)]*\)\s*$", "", text).strip()
-    for candidate in dict.fromkeys((name, text.split(" ")[0])):
+def without_remark(text: str) -> str:
+    """A name without a trailing remark in parentheses ('Llama 3.1 70B Instruct (FP8)')."""
+    return re.sub(r"\s*\([^)]*\)\s*$", "", text).strip()
+
+
+def model_named(text: str):
+    """The model a row names: the whole name without a trailing remark in parentheses,
+    else its first word ('EleutherAI/gpt-j-6b (MLPerf)')."""
+    for candidate in dict.fromkeys((without_remark(text), text.split(" ")[0])):
         try:
             return get_model(candidate)
         except EstimatorError:
@@ -186,7 +190,7 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         measured = float(row.get("value", ""))
     except ValueError:
         return Skipped(idx, row, "value is not a number")
-    model = _model_named(row["model"])
+    model = model_named(row["model"])
     if model is None:
         return Skipped(idx, row, f"unknown model '{row['model']}'")
     try:

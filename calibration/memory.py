@@ -12,11 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from estimator import EstimatorError, Evaluator, get_gpu, get_model, parallel_for
+from estimator import EstimatorError, Evaluator, get_gpu, parallel_for
 from estimator.engines import configure
 from estimator.resolve import weights_for
 
 from . import shipped_dir
+from .cases import model_named, without_remark
 
 FILE = "engine_logs.csv"
 
@@ -65,13 +66,16 @@ def _predict(r: dict) -> MemoryRow:
     if r["engine"] not in ("vllm", "sglang") or not tokens:
         row.skipped = "engine or logged tokens not evaluated"
         return row
+    model = model_named(r["model"])  # validate's reading of a name with a remark
+    if model is None:
+        row.skipped = f"not named: model '{r['model'][:60]}'"
+        return row
     try:
-        model = get_model(r["model"].split(" (")[0])
-        gpu = get_gpu(r["gpu"].split(" (")[0])
+        gpu = get_gpu(r["gpu"])  # GPU names drop parenthesised remarks themselves
     except EstimatorError as e:
         row.skipped = f"not named: {str(e).splitlines()[0][:80]}"
         return row
-    w = _weights(r["dtype"], r["model"].split(" (")[0])
+    w = _weights(r["dtype"], without_remark(r["model"]))  # a -FP8 suffix implies its format
     if w is None:
         row.skipped = "weight format not modelled (bitsandbytes / QAT int4)"
         return row

@@ -46,9 +46,6 @@ def bands_for(gpu: Accelerator, ttft_s: float, tpot_s: float, tokens_per_s: floa
     return out
 
 
-_QS = (5, 10, 25, 50, 75, 90, 95)
-
-
 def pessimistic_factor(kind: str, gpu: Accelerator, confidence: float | None) -> float:
     """How much worse than its point estimate a latency ('ttft' or 'tpot') is at the given
     confidence: the ``confidence`` quantile of measured/predicted, interpolated between the
@@ -59,6 +56,6 @@ def pessimistic_factor(kind: str, gpu: Accelerator, confidence: float | None) ->
     f = band_factors(kind, gpu)
     if f is None:
         return 1.0
-    qs = [q for q in _QS if f"p{q}" in f]
+    qs = sorted(int(k[1:]) for k in f if k[0] == "p" and k[1:].isdigit())
     r = float(np.interp(100 * confidence, qs, [f[f"p{q}"] for q in qs]))
     return max(1.0, r)

@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from .llm import Evaluator
-from .load import PREFILL_WAIT_FACTOR, LoadPoint, Steps, decode_batch, rate_fixed_point
+from .load import (
+    PREFILL_WAIT_FACTOR,
+    LoadPoint,
+    Steps,
+    decode_batch,
+    rate_fixed_point,
+    within_slots,
+)
 from .queues import Repairman, tail_wait
 
 WAIT_ROUNDS = 60  # at most: the two queues' waits given a rate are a contraction
@@ -75,7 +82,7 @@ def disaggregated_point(
         prefill_share=np.zeros_like(n),
         slot_wait_prob=pw_sl,
         memory_gb=st.memory_gb(in_flight),
-        fits=demand <= st.slots,
+        fits=within_slots(demand, st.slots),
         stable=~saturated,
     )
 

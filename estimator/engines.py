@@ -99,18 +99,14 @@ def configure(
         "max_num_batched_tokens": max_num_batched_tokens,
         "max_model_len": max_model_len,
     }
+    given = {k: v for k, v in given.items() if v is not None}
     for name, v in given.items():
         lo, hi = KNOBS[name]
-        if v is not None and not lo <= v <= hi:
+        if not lo <= v <= hi:
             raise EstimatorError(f"{name} must be from {lo:,} to {hi:,}, not {v}")
-    knobs = {
-        "fraction": gpu_memory_utilization,
-        "max_num_seqs": max_num_seqs,
-        "max_num_batched_tokens": max_num_batched_tokens,
-        "max_model_len": max_model_len,
-    }
-    knobs = {k: v for k, v in knobs.items() if v is not None}
-    return replace(e, **knobs) if knobs else e
+    if "gpu_memory_utilization" in given:  # the field each engine calls its memory fraction
+        given["fraction"] = given.pop("gpu_memory_utilization")
+    return replace(e, **given) if given else e
 
 
 # Fixed per-GPU runtime overhead, bytes. Explicit, documented terms, not a fudge factor:

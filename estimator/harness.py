@@ -34,13 +34,16 @@ class LoopTimes:
     output_tokens_per_s: Any  # per replica
 
 
-def lockstep(t_dec, s, s_alone, batch, output_tokens: int, max_batch=None) -> LoopTimes:
+def lockstep(
+    t_dec, s, s_alone, batch, output_tokens: int, max_batch=None, percentile: float = 90.0
+) -> LoopTimes:
     """A synthetic benchmark's closed loop: ``batch`` clients with fixed lengths and no think
     time start together, so they stay in lockstep: every cycle all prompts arrive at once,
     are prefilled one after another (FCFS), then decode together. Request j of a wave gets its
     first token after ``s_alone + j·s``; the mean TTFT is ``s_alone + (n−1)/2·s`` and the
     cycle ``n·s + output·t_decode``. Clients beyond ``max_batch`` (what fits in memory) wait
-    whole cycles for a slot: wave k waits k cycles."""
+    whole cycles for a slot: wave k waits k cycles. At percentile p a request is p of the way
+    through its wave, and p of the way through the waves that wait."""
     b = np.asarray(batch, float)
     t_dec = np.asarray(t_dec, float)
     n = b if max_batch is None else np.minimum(b, max_batch)
@@ -52,8 +55,10 @@ def lockstep(t_dec, s, s_alone, batch, output_tokens: int, max_batch=None) -> Lo
     last = b - (waves - 1) * n
     extra = (n * cycle * (waves - 1) * (waves - 2) / 2 + last * (waves - 1) * cycle) / b
     ttft = ttft_wave + extra
+    p = percentile / 100.0
+    ttft_p = s_alone + p * (n - 1) * s + np.where(waves > 1, (waves - 1) * cycle * p, 0.0)
     tpot = ((n + 1) / 2 * s + (output_tokens - 1) * t_dec) / max(output_tokens - 1, 1)
-    return LoopTimes(tpot, ttft, ttft, None, n * output_tokens / cycle)
+    return LoopTimes(tpot, ttft, np.maximum(ttft_p, ttft), n * s / cycle, n * output_tokens / cycle)
 
 
 def saturated_tokens_per_s(t_dec, s, batch, output_tokens: int):
@@ -72,21 +77,17 @@ def waves_point(steps: Steps, users, percentile: float = 90.0) -> LoadPoint:
     n = np.minimum(b, c)
     s = st.input_tokens * st.s_token
     t_dec = st.t_iter(n) / st.tokens_per_iter
-    lt = lockstep(t_dec, s, st.s_alone, b, st.output_tokens, c)
-    cycle = n * s + st.output_tokens * t_dec
-    waves = np.ceil(b / n)
-    p = percentile / 100.0
-    ttft_p = st.s_alone + p * (n - 1) * s + np.where(waves > 1, (waves - 1) * cycle * p, 0.0)
+    lt = lockstep(t_dec, s, st.s_alone, b, st.output_tokens, c, percentile)
     return LoadPoint(
         users=b,
         ttft_s=lt.ttft_mean_s,
-        ttft_pct_s=np.maximum(ttft_p, lt.ttft_mean_s),
+        ttft_pct_s=lt.ttft_pct_s,
         tpot_s=lt.tpot_s,
         per_user_tokens_per_s=1.0 / lt.tpot_s,
         output_tokens_per_s=lt.output_tokens_per_s,
         batch=n,
         in_flight=n,
-        prefill_share=n * s / cycle,
+        prefill_share=lt.prefill_share,
         slot_wait_prob=np.where(b > c, 1.0 - c / b, 0.0),
         memory_gb=st.memory_gb(n),
         fits=b <= c,

@@ -421,6 +421,15 @@ def estimate_replica(
     )
 
 
+def unstartable(ev: Evaluator) -> str | None:
+    """Why the engine cannot start with the max_model_len the user set (its KV cache cannot
+    hold one such sequence), or None. Unset, the engine's default is only a note."""
+    limit, tokens = ev.engine.max_model_len, ev.kv_cache_tokens
+    if limit and tokens is not None and tokens < limit:
+        return f"KV cache holds {tokens:,} tokens < max_model_len {limit:,}"
+    return None
+
+
 def _max_model_len_ok(ev: Evaluator, context: int, notes: list[str]) -> bool:
     """The engine's sequence-length rules: a request longer than max_model_len is refused,
     and vLLM refuses to start when its KV cache cannot hold one max_model_len sequence ("max
@@ -438,8 +447,7 @@ def _max_model_len_ok(ev: Evaluator, context: int, notes: list[str]) -> bool:
             f"{e.name} will not start with {knob} {limit:,}: its KV cache holds {tokens:,} "
             f"tokens; set --max-model-len {tokens} or less"
         )
-        ok = ok and not e.max_model_len
-    return ok
+    return ok and unstartable(ev) is None
 
 
 def parallel_for(

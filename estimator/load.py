@@ -236,6 +236,12 @@ def decode_batch(steps: Steps, k) -> np.ndarray:
     return np.where(below.any(axis=1), root, float(steps.slots))
 
 
+def within_slots(demand, slots):
+    """KV-slot demand that memory holds: n users on n slots with no think time want n (the
+    float arithmetic can make it n plus a rounding error, which must not read as a miss)."""
+    return demand <= slots * (1 + 1e-9)
+
+
 def load_point(
     steps: Steps,
     users,
@@ -298,7 +304,7 @@ def load_point(
         prefill_share=rho,
         slot_wait_prob=pw_sl,
         memory_gb=st.memory_gb(in_flight),
-        fits=demand <= c * (1 + 1e-9),  # n users on n slots with no think time: n, not n+eps
+        fits=within_slots(demand, c),
         stable=~saturated,
     )
 

@@ -104,11 +104,11 @@ def config_weight_format(config: dict) -> str | None:
     if method == "modelopt":
         algo = str(q.get("quant_algo", "")).lower()
         return "fp4" if "fp4" in algo else "fp8" if "fp8" in algo else None
-    if method in ("awq", "gptq", "bitsandbytes", "compressed-tensors", "compressed_tensors"):
-        if method == "compressed-tensors" or method == "compressed_tensors":
-            return _compressed_tensors_format(q)
-        if method == "bitsandbytes":
-            return "int4" if q.get("load_in_4bit") else "int8" if q.get("load_in_8bit") else None
+    if method in ("compressed-tensors", "compressed_tensors"):
+        return _compressed_tensors_format(q)
+    if method == "bitsandbytes":
+        return "int4" if q.get("load_in_4bit") else "int8" if q.get("load_in_8bit") else None
+    if method in ("awq", "gptq"):
         return {4: "int4", 8: "int8"}.get(int(bits)) if bits else "int4"
     return None
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from estimator import Accelerator, EstimatorError, Evaluator, LanguageModel, Parallel, check_split
 from estimator.engines import Engine
+from estimator.llm import unstartable
 
 
 @dataclass(frozen=True)
@@ -74,14 +75,8 @@ def enumerate_candidates(
                 if ev.weight_bytes > ev.capacity * ev.engine.fraction:
                     excluded.append((cand.label(), "weights alone exceed usable memory"))
                     continue
-                limit, tokens = ev.engine.max_model_len, ev.kv_cache_tokens
-                if limit and tokens is not None and tokens < limit:
-                    excluded.append(
-                        (
-                            cand.label(),
-                            f"KV cache holds {tokens:,} tokens < max_model_len {limit:,}",
-                        )
-                    )
+                if why := unstartable(ev):
+                    excluded.append((cand.label(), why))
                     continue
                 ok.append((cand, ev))
     return ok, excluded
