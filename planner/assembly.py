@@ -93,25 +93,58 @@ def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
                     output_tokens_per_year=tokens_year,
                 )
             )
+    years = space.sc.cost.years
+    units = [(space.unit_list[j], n) for j, n in sorted(sol.units.items())]
+    spares = [(space.unit_list[j], n) for j, n in sorted(sol.spares.items())]
     by_type: dict[str, int] = {}
-    for a in assignments:
-        by_type[a.gpu] = by_type.get(a.gpu, 0) + a.gpus
+    for u, n in units:
+        by_type[u.gpu] = by_type.get(u.gpu, 0) + u.gpus * n
     by_type = dict(sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0])))
-    per_year = sum(space.costs[g].per_year * n for g, n in by_type.items())
-    capex = sum(space.costs[g].capex * n for g, n in by_type.items())
-    power = sum(space.costs[g].power_kw * n for g, n in by_type.items())
+    per_type = space.limits().type_cost / years if years else 0.0
+    breakdown = _breakdown(units, spares, per_type * len(by_type))
+    per_year = sum(breakdown.values())
     tokens = sum(a.output_tokens_per_year for a in assignments)
+    bought = units + spares
     return Plan(
         assignments,
         sum(by_type.values()),
         by_type,
-        cost_usd=per_year * space.sc.cost.years,
+        cost_usd=per_year * years,
         cost_per_year_usd=per_year,
-        capex_usd=capex,
-        power_kw=power,
+        capex_usd=sum(u.capex * n for u, n in bought),
+        power_kw=sum(u.power_kw * n for u, n in bought),
         usd_per_million_tokens=per_year / (tokens / 1e6) if tokens else None,
         optimal=sol.optimal,
+        units=[_unit_row(u, n, 0) for u, n in units],
+        spares=[_unit_row(u, n, 0) for u, n in spares],
+        cost_breakdown_per_year=breakdown,
+        cost_breakdown_usd={k: v * years for k, v in breakdown.items()},
+        rack_units=sum(u.rack_units * n for u, n in bought),
+        spare_gpus=sum(u.gpus * n for u, n in spares),
     )
+
+
+def _unit_row(u, n: int, _: int) -> dict:
+    """One line of what to order: a server model or a cloud instance shape, and how many."""
+    row = {"kind": u.kind, "gpu": u.gpu, "count": n, "gpus_per_unit": u.gpus}
+    if u.kind == "instance":
+        row.update(cloud=u.cloud, name=u.name.split(":", 1)[1], usd_per_hour=u.usd_per_hour)
+    else:
+        row.update(name=u.name, label=u.label, rack_units=u.rack_units)
+    row["usd_per_year"] = u.per_year * n
+    return row
+
+
+def _breakdown(units, spares, operations: float) -> dict[str, float]:
+    """USD per year by cost line, summing to the plan's cost per year: the units in service
+    line by line, the spares as one line, and the per-GPU-type operations cost."""
+    lines: dict[str, float] = {}
+    for u, n in units:
+        for k, v in u.parts.items():
+            lines[k] = lines.get(k, 0.0) + v * n
+    lines["spares"] = sum(u.per_year * n for u, n in spares)
+    lines["operations"] = operations
+    return lines
 
 
 def _family_assignments(space: SearchSpace, w, rows, served: int, need: int) -> list[Assignment]:

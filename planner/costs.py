@@ -1,32 +1,62 @@
-"""What a GPU costs over the horizon, on the scenario's basis.
+"""What each thing a fleet buys or rents costs over the horizon, line by line as finance
+books it.
 
-Purchase: capex repaid as an annuity at the cost of capital over ``years`` (the standard
-capital-recovery factor r / (1 − (1 + r)^−years)), plus energy at TDP × PUE around the clock
-(a ceiling: real draw is lower when idle), plus optional hosting per kW. Rental: the
-on-demand $/GPU-hour around the clock. Both are reported per year and over the horizon.
+Purchase (a server, or with ``fleet.unit: gpu`` a loose GPU): the capital (GPUs, host,
+networking) is repaid as an annuity at the cost of capital over ``years`` (the capital-recovery
+factor r / (1 − (1 + r)^−years)); its straight-line share is booked under ``gpus``, ``hosts``
+and ``networking`` and the rest under ``capital`` (the interest). Energy is the unit's maximum
+draw × PUE around the clock (a ceiling: real draw is lower when idle); hosting is per kW of
+that facility draw. Rental: the instance's (or GPU's) published $/hour around the clock,
+energy and hosting included. Every line is per year; the horizon multiplies them.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from estimator.hardware import Accelerator
 
+from .procurement import InstancePreset, ServerPreset
 from .scenario import Cost
 
 HOURS_PER_YEAR = 8760.0
 
+# A GPU type in the fleet costs people, whatever its size: its own driver and runtime stack to
+# qualify, images to build, kernels to tune, a spares pool to stock. Modelled as a quarter of an
+# infrastructure engineer (a modelling choice; set cost.per_type_usd_per_year to replace it):
+# BLS OEWS May 2023 median annual wage of Software Developers (SOC 15-1252) $132,270, loaded to
+# employer cost by wages' ~70% share of compensation (BLS Employer Costs for Employee
+# Compensation, private industry).
+PER_TYPE_FTE = 0.25
+ENGINEER_WAGE_USD = 132_270
+WAGE_SHARE_OF_COMPENSATION = 0.70
+PER_TYPE_USD_PER_YEAR = round(PER_TYPE_FTE * ENGINEER_WAGE_USD / WAGE_SHARE_OF_COMPENSATION)
+
 
 @dataclass(frozen=True)
-class GpuCost:
+class Unit:
+    """One thing a fleet buys or rents: a server, a cloud instance, or a loose GPU."""
+
+    kind: str  # server | instance | gpu
+    name: str  # server preset, cloud:instance, or GPU name
+    label: str
     gpu: str
-    per_year: float  # USD per GPU per year
-    horizon: float  # USD per GPU over the horizon
+    vendor: str
+    gpus: int
+    scale_up: int  # GPUs of a replica that can share the unit's fast domain
+    per_year: float  # USD
     capex: float  # purchase price (0 on rental)
-    energy_per_year: float
-    power_kw: float  # facility draw at TDP × PUE
-    note: str
+    power_kw: float  # facility draw at maximum (× PUE)
+    rack_units: int
+    parts: dict[str, float] = field(default_factory=dict)  # USD per year by cost line
+    cloud: str | None = None
+    usd_per_hour: float | None = None
+    note: str = ""
+
+    def cost(self, years: float) -> int:
+        """Whole USD over the horizon (the optimiser's integer objective)."""
+        return int(math.ceil(self.per_year * years))
 
 
 def capital_recovery(rate: float, years: float) -> float:
@@ -36,35 +66,118 @@ def capital_recovery(rate: float, years: float) -> float:
     return 1.0 / years if rate == 0 or paid == 0 else rate / paid
 
 
-def gpu_cost(gpu: Accelerator, cost: Cost) -> GpuCost | None:
-    """Cost of one GPU, or None when its preset lacks the price for this basis."""
-    kw = gpu.tdp_w / 1000.0 * cost.pue
-    energy = kw * HOURS_PER_YEAR * cost.electricity_usd_per_kwh
-    hosting = kw * 12 * cost.hosting_usd_per_kw_month
+def _purchase_parts(capital: dict[str, float], it_kw: float, cost: Cost) -> dict[str, float]:
+    """Per-year lines of a purchase: straight-line capital by line, interest, energy, hosting."""
+    total = sum(capital.values())
+    parts = {k: v / cost.years for k, v in capital.items()}
+    parts["capital"] = (
+        total * capital_recovery(cost.cost_of_capital, cost.years) - total / cost.years
+    )
+    kw = it_kw * cost.pue
+    parts["energy"] = kw * HOURS_PER_YEAR * cost.electricity_usd_per_kwh
+    parts["hosting"] = kw * 12 * cost.hosting_usd_per_kw_month
+    return parts
+
+
+def networking_usd(hardware_usd: float, cost: Cost) -> float:
+    """The scale-out network (switch ports, optics, cables) a server needs, as a share of the
+    whole hardware bill: ``cost.networking_share`` of the total means share/(1−share) of the
+    servers."""
+    s = cost.networking_share
+    return hardware_usd * s / (1 - s)
+
+
+def server_unit(server: ServerPreset, gpu: Accelerator, cost: Cost) -> Unit | None:
+    """A server bought outright; None when its host price or the GPU's is not known."""
+    if server.host_usd is None or not gpu.price_usd:
+        return None
+    gpus_usd = gpu.price_usd * server.gpus
+    net = networking_usd(gpus_usd + server.host_usd, cost)
+    capital = {"gpus": gpus_usd, "hosts": server.host_usd, "networking": net}
+    parts = _purchase_parts(capital, server.power_w / 1000, cost)
+    return Unit(
+        "server",
+        server.name,
+        server.label,
+        gpu.name,
+        gpu.vendor,
+        server.gpus,
+        min(server.scale_up, server.gpus),
+        sum(parts.values()),
+        sum(capital.values()),
+        server.power_w / 1000 * cost.pue,
+        server.rack_units,
+        parts,
+        note=f"{server.label}: {server.gpus}x {gpu.name}, host ${server.host_usd:,.0f}, "
+        f"{server.power_w / 1000:.1f} kW, {server.rack_units}U",
+    )
+
+
+def instance_unit(inst: InstancePreset, gpu: Accelerator, cost: Cost) -> Unit | None:
+    price = inst.price(cost.commitment)
+    if price is None:
+        return None
+    per_year = price * HOURS_PER_YEAR
+    return Unit(
+        "instance",
+        inst.key,
+        f"{inst.cloud} {inst.name}",
+        gpu.name,
+        gpu.vendor,
+        inst.gpus,
+        inst.gpus,
+        per_year,
+        0.0,
+        gpu.tdp_w / 1000 * inst.gpus * cost.pue,
+        0,
+        {"instances": per_year},
+        cloud=inst.cloud,
+        usd_per_hour=price,
+        note=f"{inst.cloud} {inst.name} ({inst.gpus}x {gpu.name}) ${price:g}/h {cost.commitment}",
+    )
+
+
+def gpu_unit(gpu: Accelerator, cost: Cost) -> Unit | None:
+    """A loose GPU (``fleet.unit: gpu``, for owners of servers already): its own price and
+    draw only; None when the preset lacks the price for this basis."""
+    kw_it = gpu.tdp_w / 1000.0
     if cost.basis == "rental":
         if not gpu.rental_usd_per_hour:
             return None
         per_year = gpu.rental_usd_per_hour * HOURS_PER_YEAR
-        return GpuCost(
+        return Unit(
+            "gpu",
             gpu.name,
+            gpu.name,
+            gpu.name,
+            gpu.vendor,
+            1,
+            gpu.scale_up.domain_size,
             per_year,
-            per_year * cost.years,
             0.0,
-            0.0,
-            kw,
-            f"rental ${gpu.rental_usd_per_hour:g}/GPU-h (energy included)",
+            kw_it * cost.pue,
+            0,
+            {"instances": per_year},
+            usd_per_hour=gpu.rental_usd_per_hour,
+            note=f"rental ${gpu.rental_usd_per_hour:g}/GPU-h (energy included)",
         )
     if not gpu.price_usd:
         return None
-    annuity = gpu.price_usd * capital_recovery(cost.cost_of_capital, cost.years)
-    per_year = annuity + energy + hosting
-    return GpuCost(
+    parts = _purchase_parts({"gpus": gpu.price_usd}, kw_it, cost)
+    return Unit(
+        "gpu",
         gpu.name,
-        per_year,
-        per_year * cost.years,
+        gpu.name,
+        gpu.name,
+        gpu.vendor,
+        1,
+        gpu.scale_up.domain_size,
+        sum(parts.values()),
         gpu.price_usd,
-        energy,
-        kw,
-        f"capex ${gpu.price_usd:,.0f} at {cost.cost_of_capital:.0%} over "
-        f"{cost.years:g} y + energy {kw:.2f} kW at ${cost.electricity_usd_per_kwh:g}/kWh",
+        kw_it * cost.pue,
+        0,
+        parts,
+        note=f"capex ${gpu.price_usd:,.0f} at {cost.cost_of_capital:.0%} over "
+        f"{cost.years:g} y + energy {kw_it * cost.pue:.2f} kW at "
+        f"${cost.electricity_usd_per_kwh:g}/kWh",
     )

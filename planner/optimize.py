@@ -6,14 +6,16 @@ the same scenario gives byte-identical output.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ortools.sat.python import cp_model
 
-TIE_SCALE = 1000  # objective = dollars × 1000 + GPUs: equal cost prefers fewer GPUs
+# objective = dollars × 1000 + GPUs owned + GPUs running replicas: at equal cost, fewer GPUs
+# and no idle replicas (a dollar outweighs any GPU count below 500, and stays in int64)
+TIE_SCALE = 1000
 # CP-SAT's deterministic time (its own work units, about seconds on a fast core), not the wall
 # clock: a limit that binds does so at the same point however loaded the machine is, so the
 # output stays byte-identical; a plan it cuts short is reported as not proven optimal.
@@ -35,12 +37,31 @@ class Option:
 
 
 @dataclass(frozen=True)
+class Purchase:
+    """What the fleet buys for a GPU type: a server, an instance shape, or one loose GPU.
+    Replicas are packed onto them; a replica larger than a unit spans whole units."""
+
+    gpu: str
+    vendor: str
+    gpus: int
+    cost: int  # whole USD over the horizon
+    power_w: int  # facility watts
+    rack_units: int = 0
+    spans: bool = True  # a replica may span several of these units (whole nodes on a NIC)
+
+
+@dataclass(frozen=True)
 class Limits:
     single_type: bool = False
     available: dict[str, int] | None = None
     max_usd: float | None = None
     max_power_kw: float | None = None
     max_types: int | None = None  # at most this many GPU types in the fleet
+    max_vendors: int | None = None
+    type_cost: int = 0  # whole USD over the horizon per GPU type in the fleet
+    spares: int = 0  # spare units per pool (GPU type x unit kind) in use: N+k
+    max_rack_units: int | None = None
+    max_rack_power_kw: float | None = None
 
 
 @dataclass(frozen=True)
@@ -50,9 +71,11 @@ class Solution:
 
     status: str
     replicas: dict[int, int]  # option index -> replicas (non-zero only)
-    gpus_by_type: dict[str, int]
+    gpus_by_type: dict[str, int]  # GPUs in service (bought units, spares apart)
     cost: int
     gpus: int
+    units: dict[int, int] = field(default_factory=dict)  # purchase index -> units in service
+    spares: dict[int, int] = field(default_factory=dict)  # purchase index -> spare units
 
     @property
     def found(self) -> bool:
@@ -67,22 +90,45 @@ def _no_plan(status: str = "infeasible") -> Solution:
     return Solution(status, {}, {}, 0, 0)
 
 
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def packable(purchases: list[Purchase], size: int) -> bool:
+    """Whether a replica of ``size`` GPUs can be placed on these units: inside one unit, or
+    over whole units of the largest kind."""
+    return any(size <= p.gpus or (p.spans and size % p.gpus == 0) for p in purchases)
+
+
 def solve(
     options: list[Option],
     required: dict[str, int],
     limits: Limits,
     exclude: list[dict[str, int]] | None = None,
     work_limit: float = WORK_LIMIT,
+    purchases: list[Purchase] | None = None,
 ) -> Solution:
-    """Cheapest integer replica counts covering ``required`` units per workload."""
+    """Cheapest fleet covering ``required`` units per workload. With ``purchases``, the fleet
+    is whole units (servers, instances) with the replicas packed onto them, plus the fixed
+    costs of ``limits``; without, each option's own cost per replica (loose GPUs)."""
     from ortools.sat.python import cp_model  # imported on first solve: it loads pandas too
 
-    by_workload = {w: [i for i, o in enumerate(options) if o.workload == w] for w in required}
+    buys = purchases or []
+    by_type_buys: dict[str, list[int]] = {}
+    for j, p in enumerate(buys):
+        by_type_buys.setdefault(p.gpu, []).append(j)
+    live = [
+        i
+        for i, o in enumerate(options)
+        if purchases is None
+        or (o.gpu in by_type_buys and packable([buys[j] for j in by_type_buys[o.gpu]], o.gpus))
+    ]
+    by_workload = {w: [i for i in live if options[i].workload == w] for w in required}
     if not all(by_workload.values()):
         return _no_plan()
-    # Every limit only removes fleets, so each workload's own cheapest cover bounds its part
-    # of the joint cost from below. If those covers together meet every limit, they are the
-    # optimum (proven by the bounds) and no search is needed; else they bound and seed it.
+    # Each workload's own cheapest cover (at each option's cost) bounds its part of the joint
+    # cost from below and seeds the search. With loose GPUs, covers that meet every limit are
+    # the optimum (proven by the bounds): no search is needed.
     hint, floors, proven = [0] * len(options), {}, True
     for w, idx in by_workload.items():
         floors[w], reps = _cheapest_cover([options[i] for i in idx], required[w])
@@ -91,51 +137,166 @@ def solve(
         )
         for i, n in zip(idx, reps, strict=True):
             hint[i] = n
-    covers = _solution(options, {i: n for i, n in enumerate(hint) if n}, "optimal")
-    if proven and _meets_limits(options, covers, limits, exclude):
-        return covers
+    if purchases is None and proven:
+        covers = _solution(options, {i: n for i, n in enumerate(hint) if n}, "optimal")
+        if _meets_limits(options, covers, limits, exclude):
+            return covers
     m = cp_model.CpModel()
-    x = []
-    for i, o in enumerate(options):
+    x = [m.NewIntVar(0, 0, f"x{i}") for i in range(len(options))]
+    ubx = [0] * len(options)
+    for i in live:
+        o = options[i]
         ub = -(-required[o.workload] // o.capacity)
         if limits.available and o.gpu in limits.available:
             ub = min(ub, limits.available[o.gpu] // o.gpus)
-        x.append(m.NewIntVar(0, max(ub, 0), f"x{i}"))
+        ubx[i] = max(ub, 0)
+        x[i] = m.NewIntVar(0, ubx[i], f"x{i}")
         m.AddHint(x[i], hint[i])
     for w, idx in by_workload.items():
         m.Add(sum(options[i].capacity * x[i] for i in idx) >= required[w])
         m.Add(sum(_weight(options[i]) * x[i] for i in idx) >= floors[w])
-    types = sorted({o.gpu for o in options})
-    if limits.available:
-        for g in types:
-            if g in limits.available:
-                m.Add(
-                    sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g)
-                    <= limits.available[g]
-                )
+    if purchases is None:
+        fleet = _loose(m, options, x, limits)
+    else:
+        fleet = _units(m, options, live, x, ubx, buys, by_type_buys, limits)
+    use, cost, power, gpus, counts = fleet.use, fleet.cost, fleet.power, fleet.gpus, fleet.counts
     max_types = 1 if limits.single_type else limits.max_types
     if max_types is not None:
-        use = {g: m.NewBoolVar(f"use_{g}") for g in types}
-        for i, o in enumerate(options):
-            m.Add(x[i] == 0).OnlyEnforceIf(use[o.gpu].Not())
         m.Add(sum(use.values()) <= max_types)
+    if limits.max_vendors is not None:
+        vendor = {o.gpu: o.vendor for o in options}
+        vuse = {v: m.NewBoolVar(f"vendor_{v}") for v in sorted(set(vendor.values()))}
+        for g, u in use.items():
+            m.AddImplication(u, vuse[vendor[g]])
+        m.Add(sum(vuse.values()) <= limits.max_vendors)
     if limits.max_usd is not None:
-        m.Add(sum(o.cost * x[i] for i, o in enumerate(options)) <= int(limits.max_usd))
+        m.Add(cost <= int(limits.max_usd))
     if limits.max_power_kw is not None:
-        m.Add(
-            sum(o.power_w * x[i] for i, o in enumerate(options)) <= int(limits.max_power_kw * 1000)
-        )
+        m.Add(power <= int(limits.max_power_kw * 1000))
+    if limits.max_rack_power_kw is not None:
+        m.Add(power <= int(limits.max_rack_power_kw * 1000))
     if exclude:
-        counts = {g: sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g) for g in types}
         for prev in exclude:
-            _forbid(m, counts, prev)
-    m.Minimize(sum(_weight(o) * x[i] for i, o in enumerate(options)))
+            _forbid(m, use, prev)
+    # cost first, then GPUs owned, then GPUs the replicas use (no idle replicas in the plan)
+    used = sum(o.gpus * x[i] for i, o in enumerate(options))
+    m.Minimize(cost * TIE_SCALE + gpus + used)
     solver = _solver(work_limit)
     status = solver.Solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return _no_plan("infeasible" if status == cp_model.INFEASIBLE else "unknown")
+    state = "optimal" if status == cp_model.OPTIMAL else "feasible"
     reps = {i: int(solver.Value(v)) for i, v in enumerate(x) if solver.Value(v) > 0}
-    return _solution(options, reps, "optimal" if status == cp_model.OPTIMAL else "feasible")
+    if purchases is None:
+        return _solution(options, reps, state)
+    y, spare = fleet.y, fleet.spare
+    return Solution(
+        state,
+        reps,
+        {g: int(solver.Value(n)) for g, n in counts.items() if solver.Value(n) > 0},
+        int(solver.Value(cost)),
+        int(solver.Value(gpus)),
+        {j: int(solver.Value(v)) for j, v in enumerate(y) if solver.Value(v) > 0},
+        {j: int(solver.Value(v)) for j, v in enumerate(spare) if solver.Value(v) > 0},
+    )
+
+
+@dataclass
+class _Fleet:
+    """The fleet's model expressions: GPU types in use, cost, power, GPUs owned, GPUs in
+    service per type, and (whole units) the unit counts in service and spare per purchase."""
+
+    use: dict
+    cost: object
+    power: object
+    gpus: object
+    counts: dict
+    y: list = field(default_factory=list)
+    spare: list = field(default_factory=list)
+
+
+def _loose(m, options: list[Option], x, limits: Limits) -> _Fleet:
+    """Loose GPUs: each replica costs its option's price; the fleet is the replicas' GPUs."""
+    types = sorted({o.gpu for o in options})
+    counts = {g: sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g) for g in types}
+    use = {g: m.NewBoolVar(f"use_{g}") for g in types}
+    for i, o in enumerate(options):
+        m.Add(x[i] == 0).OnlyEnforceIf(use[o.gpu].Not())
+    for g in types:
+        m.Add(counts[g] >= 1).OnlyEnforceIf(use[g])
+    if limits.available:
+        for g in types:
+            if g in limits.available:
+                m.Add(counts[g] <= limits.available[g])
+    cost = sum(o.cost * x[i] for i, o in enumerate(options)) + limits.type_cost * sum(use.values())
+    power = sum(o.power_w * x[i] for i, o in enumerate(options))
+    return _Fleet(use, cost, power, sum(counts.values()), counts)
+
+
+def _units(m, options, live, x, ubx, buys, by_type_buys, limits: Limits) -> _Fleet:
+    """Whole units in service ``y`` and ``spare`` per purchase, the replicas packed onto them.
+
+    Power-of-two units (8-GPU boards, 1/2/4/8-GPU instances) hold any mix of power-of-two
+    replicas whose GPUs, counted from each size up, fit the units of at least that size (the
+    buddy rule, exact for sizes that divide each other). Other units (a 72-GPU NVL rack) hold
+    replicas of one size each, ``gpus // size`` of them: conservative, never overfull. Spares:
+    ``limits.spares`` more units of every pool (GPU type x unit kind) in use."""
+    y = [m.NewIntVar(0, 0, f"y{j}") for j in range(len(buys))]
+    spare = [m.NewIntVar(0, 0, f"s{j}") for j in range(len(buys))]
+    use, counts = {}, {}
+    for g, js in sorted(by_type_buys.items()):
+        opts = [i for i in live if options[i].gpu == g]
+        most = sum(options[i].gpus * ubx[i] for i in opts)  # GPUs the replicas could want
+        for j in js:
+            ub = -(-most // buys[j].gpus)
+            if limits.available and g in limits.available:
+                ub = min(ub, limits.available[g] // buys[j].gpus)
+            y[j] = m.NewIntVar(0, max(ub, 0), f"y{j}")
+            spare[j] = m.NewIntVar(0, limits.spares, f"s{j}")
+            if limits.spares:
+                used = m.NewBoolVar(f"used{j}")
+                m.Add(y[j] >= 1).OnlyEnforceIf(used)
+                m.Add(y[j] == 0).OnlyEnforceIf(used.Not())
+                m.Add(spare[j] == limits.spares).OnlyEnforceIf(used)
+                m.Add(spare[j] == 0).OnlyEnforceIf(used.Not())
+        sizes = sorted({buys[j].gpus for j in js})
+        if all(_pow2(s) for s in sizes):
+            t = 1
+            while t <= sizes[-1]:
+                m.Add(
+                    sum(options[i].gpus * x[i] for i in opts if options[i].gpus >= t)
+                    <= sum(buys[j].gpus * y[j] for j in js if buys[j].gpus >= t)
+                )
+                t *= 2
+        else:
+            bins = {j: [] for j in js}
+            for s in sorted({options[i].gpus for i in opts}):
+                same = sum(x[i] for i in opts if options[i].gpus == s)
+                for j in js:
+                    z = m.NewIntVar(0, max(ubx[i] for i in opts) * (s // buys[j].gpus + 1), "z")
+                    bins[j].append(z)
+                    per = buys[j].gpus // s
+                    if per >= 1:
+                        m.Add(same <= per * z)
+                    else:  # a replica spans whole units
+                        m.Add(same * -(-s // buys[j].gpus) <= z)
+            for j in js:
+                m.Add(sum(bins[j]) <= y[j])
+        use[g] = m.NewBoolVar(f"use_{g}")
+        for j in js:
+            m.Add(y[j] == 0).OnlyEnforceIf(use[g].Not())
+        m.Add(sum(y[j] for j in js) >= 1).OnlyEnforceIf(use[g])
+        counts[g] = sum(buys[j].gpus * y[j] for j in js)
+        if limits.available and g in limits.available:
+            owned = sum(buys[j].gpus * (y[j] + spare[j]) for j in js)
+            m.Add(owned <= limits.available[g])
+    owned = [y[j] + spare[j] for j in range(len(buys))]
+    cost = sum(b.cost * owned[j] for j, b in enumerate(buys)) + limits.type_cost * sum(use.values())
+    power = sum(b.power_w * owned[j] for j, b in enumerate(buys))
+    if limits.max_rack_units is not None:
+        m.Add(sum(b.rack_units * owned[j] for j, b in enumerate(buys)) <= limits.max_rack_units)
+    gpus = sum(b.gpus * owned[j] for j, b in enumerate(buys))
+    return _Fleet(use, cost, power, gpus, counts, y, spare)
 
 
 def _solver(work_limit: float):
@@ -167,7 +328,10 @@ def _solution(options: list[Option], reps: dict[int, int], status: str) -> Solut
 
 
 def _meets_limits(options: list[Option], sol: Solution, limits: Limits, exclude) -> bool:
-    """Whether a fleet satisfies every fleet limit and differs from every excluded fleet."""
+    """Whether a loose-GPU fleet satisfies every fleet limit and differs from every excluded
+    fleet (the shortcut applies only without fixed costs)."""
+    if limits.type_cost or limits.spares or limits.max_vendors is not None:
+        return False
     by_type = sol.gpus_by_type
     if limits.available and any(n > limits.available.get(g, n) for g, n in by_type.items()):
         return False
@@ -179,7 +343,9 @@ def _meets_limits(options: list[Option], sol: Solution, limits: Limits, exclude)
     power = sum(options[i].power_w * n for i, n in sol.replicas.items())
     if limits.max_power_kw is not None and power > int(limits.max_power_kw * 1000):
         return False
-    return not any(by_type == {g: n for g, n in prev.items() if n} for prev in exclude or [])
+    if limits.max_rack_power_kw is not None and power > int(limits.max_rack_power_kw * 1000):
+        return False
+    return not any(set(by_type) == {g for g, n in prev.items() if n} for prev in exclude or [])
 
 
 @lru_cache(maxsize=4096)
@@ -205,12 +371,7 @@ def _cheapest_cover(options: list[Option], need: int) -> tuple[int, tuple[int, .
     return _cover(caps, weights, need)
 
 
-def _forbid(m: cp_model.CpModel, counts: dict, prev: dict[str, int]) -> None:
-    """A distinct fleet: at least one GPU type is bought in a different number than ``prev``."""
-    diffs = []
-    for g, n in counts.items():
-        same = m.NewBoolVar(f"same_{g}")
-        m.Add(n == prev.get(g, 0)).OnlyEnforceIf(same)
-        m.Add(n != prev.get(g, 0)).OnlyEnforceIf(same.Not())
-        diffs.append(same.Not())
-    m.AddBoolOr(diffs)
+def _forbid(m: cp_model.CpModel, use: dict, prev: dict[str, int]) -> None:
+    """A distinct fleet: a different set of GPU types than ``prev`` (one more idle server of
+    the same types is not an alternative a buyer needs to see)."""
+    m.AddBoolOr([use[g].Not() if prev.get(g) else use[g] for g in use])

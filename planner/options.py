@@ -22,14 +22,16 @@ from estimator.resolve import weights_for
 
 from .candidates import Candidate, enumerate_candidates
 from .capacity import Capacity, llm_capacity, pareto_splits
-from .costs import GpuCost, gpu_cost
+from .costs import PER_TYPE_USD_PER_YEAR, Unit, gpu_unit, instance_unit, server_unit
 from .errors import ScenarioError
 from .family_capacity import FamilyCapacity
 from .kinds import KINDS, demand_of, family_capacity
-from .optimize import Limits, Option, Solution, solve
+from .optimize import Limits, Option, Purchase, Solution, solve
+from .procurement import instances_for, server_catalog, servers_for
 from .scenario import Scenario
 from .workloads import LLMWorkload
 
+RACK_UNITS = 42  # usable height of a standard rack (EIA-310 42U)
 LARGE_DEMAND = 1e6  # seats (or docs/s, streams...) beyond which a plan says so
 
 # Prefill:decode replica ratios tried for disaggregated serving.
@@ -77,17 +79,34 @@ class SearchSpace:
             w.name: self._family_model(w) for w in sc.workloads if w.name not in llm
         }
         self.gpus = self._allowed_gpus()
-        self.costs: dict[str, GpuCost] = {}
+        self.units: dict[str, list[Unit]] = {}
         for g in list(self.gpus):
-            c = gpu_cost(g, sc.cost)
-            if c is None:
-                self.notes.append(
-                    f"{g.name}: no {'rental' if sc.cost.basis == 'rental' else 'purchase'} "
-                    "price in its preset, left out"
-                )
-                self.gpus.remove(g)
+            units, why = self._units_for(g)
+            if units:
+                self.units[g.name] = units
             else:
-                self.costs[g.name] = c
+                self.notes.append(f"{g.name}: {why}, left out")
+                self.gpus.remove(g)
+        if not self.gpus:
+            raise ScenarioError(
+                "fleet: no allowed GPU type can be bought or rented as asked ("
+                + "; ".join(self.notes)
+                + ")"
+            )
+        self.purchases = [
+            Purchase(
+                u.gpu,
+                u.vendor,
+                u.gpus,
+                u.cost(sc.cost.years),
+                int(math.ceil(u.power_kw * 1000)),
+                u.rack_units,
+                spans=u.gpus > 1 and u.gpus >= u.scale_up,
+            )
+            for g in sorted(self.units)
+            for u in self.units[g]
+        ]
+        self.unit_list = [u for g in sorted(self.units) for u in self.units[g]]
         self.demands = {w.name: demand_of(w) for w in sc.workloads}
         for d in self.demands.values():
             if d.amount > LARGE_DEMAND:
@@ -109,6 +128,40 @@ class SearchSpace:
         self.best_seen: dict[str, list[tuple[Candidate, Capacity]]] = {}
         for w in sc.workloads:
             self._add_workload(w)
+
+    def _units_for(self, gpu: Accelerator) -> tuple[list[Unit], str]:
+        """What this GPU type is bought or rented as, or why it cannot be."""
+        sc, basis = self.sc, self.sc.cost.basis
+        if sc.fleet.unit == "gpu":
+            u = gpu_unit(gpu, sc.cost)
+            return ([u], "") if u else ([], f"no {basis} price in its preset")
+        if basis == "rental":
+            found = instances_for(gpu.name, sc.cost.clouds, sc.cost.commitment, self.presets)
+            units = [u for i in found if (u := instance_unit(i, gpu, sc.cost))]
+            where = f" on {', '.join(sc.cost.clouds)}" if sc.cost.clouds else ""
+            term = "" if sc.cost.commitment == "on-demand" else f" at a {sc.cost.commitment} term"
+            return units, f"no cloud instance preset rents it{where}{term}"
+        chosen = sc.fleet.servers.get(gpu.name)
+        if chosen:
+            servers = [server_catalog(self.presets).get(chosen)]
+            if servers[0].gpu != gpu.name:
+                raise ScenarioError(
+                    f"fleet.servers: {servers[0].name} holds {servers[0].gpu}, not {gpu.name}"
+                )
+        else:
+            servers = servers_for(gpu, self.presets)
+        units = [u for s in servers if (u := server_unit(s, gpu, sc.cost))]
+        if units:
+            return units, ""
+        if not gpu.price_usd:
+            return [], "no purchase price in its preset"
+        if not servers:
+            return [], "no server preset holds it (fleet.unit: gpu plans loose GPUs)"
+        return [], "its server presets have no host price (fleet.unit: gpu plans loose GPUs)"
+
+    def per_gpu(self, gpu: str) -> Unit:
+        """The unit of a GPU type with the least cost per GPU: the options' cost floor."""
+        return min(self.units[gpu], key=lambda u: (u.per_year / u.gpus, u.name))
 
     def _family_model(self, w):
         try:
@@ -160,14 +213,21 @@ class SearchSpace:
             g = get_gpu(n, self.presets)
             if f.vendors and g.vendor not in f.vendors:
                 continue
+            if g.segment not in f.segments:
+                if not f.gpus:
+                    continue  # outside the segments asked for (default: data-centre cards)
+                self.notes.append(
+                    f"{n}: a {g.segment} card, planned because fleet.gpus names it "
+                    f"(fleet.segments: {', '.join(f.segments)})"
+                )
             if n in avail and avail[n] == 0:
                 continue
             out.append(g)
         self.available = avail
         if not out:
             raise ScenarioError(
-                "fleet: no GPU type is allowed by fleet.gpus, fleet.vendors and "
-                "fleet.available together"
+                "fleet: no GPU type is allowed by fleet.gpus, fleet.vendors, "
+                "fleet.segments and fleet.available together"
             )
         return out
 
@@ -187,21 +247,26 @@ class SearchSpace:
                 if fc.binding.startswith("split"):
                     self.excluded[w.name].append((cand.label(), fc.binding[7:]))
                 elif fc.units >= 1:
-                    c = self.costs[gpu.name]
-                    opt = Option(
-                        w.name,
-                        gpu.name,
-                        gpu.vendor,
-                        tp,
-                        fc.units,
-                        int(math.ceil(c.horizon * tp)),
-                        int(math.ceil(c.power_kw * 1000 * tp)),
-                        cand.key(),
-                    )
+                    opt = self._option(w.name, gpu, tp, fc.units, cand.key())
                     kept.append((fc.units, _Option(opt, cand, cap, w, None, family=fc)))
                 tp *= 2
         self.best_seen[w.name] = seen
         self._keep_undominated(kept)
+
+    def _option(self, workload: str, gpu: Accelerator, n: int, units: int, key: tuple) -> Option:
+        """A replica option at its GPUs' share of the type's cheapest unit per GPU (a lower
+        bound on what it costs once packed onto whole units)."""
+        u = self.per_gpu(gpu.name)
+        return Option(
+            workload,
+            gpu.name,
+            gpu.vendor,
+            n,
+            units,
+            int(math.ceil(u.per_year * self.sc.cost.years * n / u.gpus)),
+            int(math.ceil(u.power_kw * 1000 * n / u.gpus)),
+            key,
+        )
 
     def _keep_undominated(self, kept: list[tuple[int, _Option]]) -> None:
         """Drop options dominated within a GPU type: no more units for as many GPUs."""
@@ -259,17 +324,7 @@ class SearchSpace:
                 if ucap.units < 1:
                     continue
                 n = cand.gpus * (sum(split) if split else 1)
-                c = self.costs[cand.gpu.name]
-                opt = Option(
-                    w.name,
-                    cand.gpu.name,
-                    cand.gpu.vendor,
-                    n,
-                    ucap.units,
-                    int(math.ceil(c.horizon * n)),
-                    int(math.ceil(c.power_kw * 1000 * n)),
-                    cand.key() + (split or (0, 0)),
-                )
+                opt = self._option(w.name, cand.gpu, n, ucap.units, cand.key() + (split or (0, 0)))
                 o = _Option(opt, cand, ucap, w, ev, split)
                 k = (cand.gpu.name, n)
                 if k not in best or ucap.units > best[k][0]:  # per type and size: best split
@@ -278,17 +333,29 @@ class SearchSpace:
         self._keep_undominated(sorted(best.values(), key=lambda t: t[1].opt.key))
 
     def limits(self, single_type: bool | None = None) -> Limits:
-        b = self.sc.budget
+        b, f, c = self.sc.budget, self.sc.fleet, self.sc.cost
+        per_type = (
+            PER_TYPE_USD_PER_YEAR if c.per_type_usd_per_year is None else c.per_type_usd_per_year
+        )
         return Limits(
-            single_type=self.sc.fleet.single_type if single_type is None else single_type,
+            single_type=f.single_type if single_type is None else single_type,
             available=self.available or None,
             max_usd=b.max_usd,
             max_power_kw=b.max_power_kw,
-            max_types=self.sc.fleet.max_types,
+            max_types=f.max_types,
+            max_vendors=f.max_vendors,
+            type_cost=int(math.ceil(per_type * c.years)),
+            spares=f.spares,
+            max_rack_units=b.max_racks * RACK_UNITS if b.max_racks else None,
+            max_rack_power_kw=(
+                b.max_racks * b.max_kw_per_rack if b.max_racks and b.max_kw_per_rack else None
+            ),
         )
 
     def required(self) -> dict[str, int]:
         return {n: d.required for n, d in self.demands.items()}
 
     def run(self, options: list[_Option], limits: Limits, exclude=None) -> Solution:
-        return solve([o.opt for o in options], self.required(), limits, exclude)
+        return solve(
+            [o.opt for o in options], self.required(), limits, exclude, purchases=self.purchases
+        )

@@ -69,9 +69,25 @@ class Plan:
     power_kw: float
     usd_per_million_tokens: float
     optimal: bool
+    units: list[dict] = field(default_factory=list)  # what to order: servers or instances
+    spares: list[dict] = field(default_factory=list)
+    cost_breakdown_per_year: dict[str, float] = field(default_factory=dict)
+    cost_breakdown_usd: dict[str, float] = field(default_factory=dict)  # over the horizon
+    rack_units: int = 0
+    spare_gpus: int = 0
 
     def label(self) -> str:
         return " + ".join(f"{n}x {g}" for g, n in self.gpus_by_type.items())
+
+    def order_label(self) -> str:
+        """What to order, e.g. '2x DGX B200 (16x b200) + 1 spare'."""
+        parts = []
+        for u in self.units:
+            what = u.get("label") or f"{u.get('cloud')} {u['name']}"
+            parts.append(f"{u['count']}x {u['gpu'] if u['kind'] == 'gpu' else what}")
+        s = " + ".join(parts)
+        n = sum(u["count"] for u in self.spares)
+        return s + (f" + {n} spare{'s' if n > 1 else ''}" if n else "")
 
     def to_dict(self) -> dict:
         return plan_json(self)
@@ -87,6 +103,7 @@ class PlanResult:
     plan: Plan | None
     alternatives: list[Plan] = field(default_factory=list)
     per_gpu_best: list[Plan] = field(default_factory=list)
+    fewer_vendors: Plan | None = None  # the cheapest fleet with one vendor fewer
     reason: str = ""
     notes: list[str] = field(default_factory=list)
     excluded: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
@@ -215,12 +232,41 @@ def plan_json(p: Plan) -> dict:
         ],
         "total_gpus": p.total_gpus,
         "gpus_by_type": p.gpus_by_type,
+        "order": p.order_label(),
+        "servers": [_server(u) for u in p.units if u["kind"] == "server"],
+        "instances": [_instance(u) for u in p.units if u["kind"] == "instance"],
+        "spares": [_server(u) if u["kind"] != "instance" else _instance(u) for u in p.spares],
+        "spare_gpus": p.spare_gpus,
+        "rack_units": p.rack_units,
         "cost_usd": p.cost_usd,
         "cost_per_year_usd": p.cost_per_year_usd,
+        "cost_breakdown_usd": p.cost_breakdown_usd,
+        "cost_breakdown_per_year_usd": p.cost_breakdown_per_year,
         "capex_usd": p.capex_usd,
         "power_kw": p.power_kw,
         "usd_per_million_output_tokens": p.usd_per_million_tokens,
         "optimal": p.optimal,
+    }
+
+
+def _server(u: dict) -> dict:
+    return {
+        "gpu": u["gpu"],
+        "server": u["name"],
+        "count": u["count"],
+        "gpus_per_server": u["gpus_per_unit"],
+        "usd_per_year": u["usd_per_year"],
+    }
+
+
+def _instance(u: dict) -> dict:
+    return {
+        "cloud": u["cloud"],
+        "name": u["name"],
+        "gpu": u["gpu"],
+        "count": u["count"],
+        "gpus_per_instance": u["gpus_per_unit"],
+        "usd_per_hour": u["usd_per_hour"],
     }
 
 
@@ -242,6 +288,7 @@ def result_json(r: PlanResult) -> dict:
         d.update({"plan": [], "total_gpus": 0, "cost_usd": None, "reason": r.reason})
     d["alternatives"] = [plan_json(p) for p in r.alternatives]
     d["best_per_gpu"] = [plan_json(p) for p in r.per_gpu_best]
+    d["one_vendor_fewer"] = plan_json(r.fewer_vendors) if r.fewer_vendors else None
     d["notes"] = r.notes
     return d
 
@@ -255,6 +302,7 @@ def plan_rows(p: Plan, rank: int, extra: dict | None = None) -> list[dict]:
                 **(extra or {}),
                 "rank": rank,
                 "fleet": p.label(),
+                "order": p.order_label(),
                 "workload": a.workload,
                 "model": a.model,
                 "weights": a.weights,

@@ -46,6 +46,15 @@ class Fleet(BaseModel):
     max_types: int | None = Field(None, ge=1, le=64, description="at most this many GPU types")
     max_gpus_per_replica: int = Field(16, ge=1, le=1024)
     available: dict[str, int] = {}  # GPUs obtainable per type
+    # what is bought: whole servers (purchase) or cloud instances (rental); `gpu`: loose GPUs
+    # at their own price, for owners of servers already
+    unit: Literal["server", "gpu"] = "server"
+    servers: dict[str, str] = {}  # GPU type -> the server preset to buy it in
+    # consumer and workstation cards stay out unless asked for (GeForce's licence excludes
+    # data-centre use; they have no server to rack them in)
+    segments: list[Literal["datacenter", "workstation", "consumer"]] = ["datacenter"]
+    max_vendors: int | None = Field(None, ge=1, le=8, description="at most this many vendors")
+    spares: int = Field(0, ge=0, le=64, description="spare units per pool in use (N+k)")
 
     @field_validator("available")
     @classmethod
@@ -71,6 +80,15 @@ class Cost(BaseModel):
         le=1e6,
         description="colocation/facility cost per kW of IT load per month (0: not included)",
     )
+    # share of the hardware bill spent on the scale-out network (switch ports, optics,
+    # cables): ~20% of total cluster cost in BOMs of 16 to 24,576 GPUs
+    # (amcompute.com/blog/gpu-cluster-networking, read 2026-12)
+    networking_share: float = Field(0.20, ge=0, lt=1)
+    # fixed cost per GPU type in the fleet (people, its own stack and spares pool); null: the
+    # documented default (planner.costs.PER_TYPE_USD_PER_YEAR)
+    per_type_usd_per_year: float | None = Field(None, ge=0, le=1e9)
+    clouds: list[str] | None = None  # rental: the clouds whose instances may be rented
+    commitment: Literal["on-demand", "1y", "3y"] = "on-demand"  # rental price term
 
 
 class Budget(BaseModel):
@@ -79,6 +97,8 @@ class Budget(BaseModel):
         None, gt=0, le=1e15, description="on the chosen basis, over the horizon"
     )
     max_power_kw: float | None = Field(None, gt=0, le=1e9)
+    max_racks: int | None = Field(None, ge=1, le=1_000_000)
+    max_kw_per_rack: float | None = Field(None, gt=0, le=1000)
 
 
 class Scenario(BaseModel):

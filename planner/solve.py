@@ -4,6 +4,8 @@ comparison. Functions a notebook user calls directly; the CLI only formats what 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .assembly import to_plan
 from .diagnose import diagnose
 from .options import SearchSpace
@@ -38,7 +40,14 @@ def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> 
         elif s.found:
             res.per_gpu_best.append(to_plan(pl, sub, s))
     res.per_gpu_best.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
-    # next-best distinct fleets
+    # the cheapest fleet with one vendor fewer: what a second software stack saves
+    vendors = {a.vendor for a in res.plan.assignments}
+    if len(vendors) > 1:
+        lim = pl.limits()
+        s = pl.run(pl.options, replace(lim, max_vendors=len(vendors) - 1))
+        if s.found:
+            res.fewer_vendors = to_plan(pl, pl.options, s)
+    # next-best fleets, each with a different set of GPU types
     seen = [sol.gpus_by_type]
     for _ in range(max(0, top - 1)):
         s = pl.run(pl.options, pl.limits(), exclude=seen)

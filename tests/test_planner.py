@@ -404,12 +404,14 @@ def test_sizing_follows_think_time_and_targets(tmp_path):
             .replace("    tokens_per_s:", extra_workload + "    tokens_per_s:")
         )
         p = write(tmp_path, text, "w.yaml")
-        return plan_scenario(load_scenario(p)).plan.cost_usd
+        plan = plan_scenario(load_scenario(p)).plan
+        return plan.cost_usd, sum(a.gpus for a in plan.assignments)
 
     busy = gpus()
     relaxed = gpus("    think_time_s: 30\n")
-    assert relaxed < busy
-    assert gpus(tps=60) > busy
+    assert relaxed[0] <= busy[0] and relaxed[1] < busy[1]
+    tight = gpus(tps=60)  # whole servers: the cost steps, the GPUs running replicas do not fall
+    assert tight[0] >= busy[0] and tight[1] >= busy[1] and tight != busy
 
 
 def test_serving_options_in_scenario(tmp_path):

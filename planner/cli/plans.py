@@ -25,21 +25,34 @@ SCENARIO = click.argument("scenario_file", type=click.Path())
 @FORMAT
 @OUT
 @click.option("--explain", is_flag=True, help="Also list candidates excluded and why.")
+@click.option(
+    "--emit",
+    type=click.Choice(["vllm", "sglang", "trtllm"]),
+    help="Also print each language-model replica's launch command for this engine.",
+)
 @click.pass_context
 @friendly_errors
-def solve_cmd(ctx, scenario_file, top, fmt, out, explain):
+def solve_cmd(ctx, scenario_file, top, fmt, out, explain, emit):
     """The cheapest feasible fleet for a scenario, and ranked alternatives."""
     from estimator.files import write_csv
 
-    from ..render.plans import result_table
+    from ..launch import launch_commands
+    from ..render.plans import launch_text, result_table
     from ..scenario import load_scenario
     from ..solve import plan_scenario
 
-    res = plan_scenario(load_scenario(scenario_file), presets_of(ctx), top=top)
+    sc = load_scenario(scenario_file)
+    res = plan_scenario(sc, presets_of(ctx), top=top)
+    launches = launch_commands(sc, res, emit) if emit else None
     if fmt == "json":
-        click.echo(dump(res.to_dict(explain)))
+        d = res.to_dict(explain)
+        if launches is not None:
+            d["launch"] = [x.to_dict() for x in launches]
+        click.echo(dump(d))
     else:
         click.echo(result_table(res, top, explain), nl=False)
+        if launches is not None:
+            click.echo(launch_text(launches, emit), nl=False)
     if out:
         write_csv(res.rows(), out, inputs=(scenario_file,))
     if not res.feasible:

@@ -62,6 +62,27 @@ ASSIGN_HEAD = [
 ]
 
 
+ORDER_HEAD = ["what", "count", "GPUs", "price", "per year"]
+
+
+def _order_rows(p: Plan) -> list[list]:
+    rows = []
+    for tag, items in (("", p.units), ("spare: ", p.spares)):
+        for u in items:
+            what = u.get("label") or f"{u['cloud']} {u['name']}"
+            price = f"${u['usd_per_hour']:,.2f}/h" if u.get("usd_per_hour") else "-"
+            rows.append(
+                [
+                    tag + what,
+                    u["count"],
+                    f"{u['count'] * u['gpus_per_unit']}x {u['gpu']}",
+                    price,
+                    _money(u["usd_per_year"]),
+                ]
+            )
+    return rows
+
+
 def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
     out = [
         f"Scenario: {r.scenario}  (cost basis: {r.basis}, horizon {_years(r.years)})",
@@ -77,14 +98,20 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
         out += [f"note: {n}" for n in r.notes]
         return "\n".join(out) + "\n" + (excluded_text(r) if explain else "")
     p = r.plan
-    out.append(
-        f"Recommendation: buy {p.label()}"
-        if r.basis == "purchase"
-        else f"Recommendation: rent {p.label()}"
-    )
+    verb = "buy" if r.basis == "purchase" else "rent"
+    out.append(f"Recommendation: {verb} {p.order_label() or p.label()}")
     out.append(tabulate(_assign_rows(p), headers=ASSIGN_HEAD))
     out.append("")
-    out.append(f"Total: {p.total_gpus} GPUs, {p.power_kw:.1f} kW at TDP x PUE")
+    if p.units and p.units[0]["kind"] != "gpu":
+        out.append("Order:")
+        out.append(tabulate(_order_rows(p), headers=ORDER_HEAD))
+        out.append("")
+    racks = f", {p.rack_units}U of rack space" if p.rack_units else ""
+    spares = f" (+{p.spare_gpus} spare)" if p.spare_gpus else ""
+    out.append(
+        f"Total: {p.total_gpus} GPUs in service{spares}, {p.power_kw:.1f} kW at maximum draw "
+        f"x PUE{racks}"
+    )
     cost = [
         f"{_money(p.cost_usd)} over {_years(r.years)}",
         f"{_money(p.cost_per_year_usd)} per year",
@@ -96,13 +123,19 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
     out.append(
         "Cost: " + ", ".join(cost) + ("" if p.optimal else " (solver time limit: best found)")
     )
+    lines = [(k, v) for k, v in p.cost_breakdown_usd.items() if v]
+    if lines:
+        out.append(
+            "  over the horizon: "
+            + ", ".join(f"{k} {_money(v)} ({v / p.cost_usd:.0%})" for k, v in lines)
+        )
     out.append("")
     if r.per_gpu_best:
         out.append("Best plan per GPU type:")
         rows = [
             [
                 i + 1,
-                q.label(),
+                q.order_label() or q.label(),
                 q.total_gpus,
                 _money(q.cost_usd),
                 _money(q.cost_per_year_usd),
@@ -115,12 +148,19 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
             tabulate(rows, headers=["#", "fleet", "GPUs", "cost", "per year", "$/M tok", "kW"])
         )
         out.append("")
+    if r.fewer_vendors:
+        q = r.fewer_vendors
+        out.append(
+            f"With one vendor fewer: {q.order_label() or q.label()}, {_money(q.cost_usd)} "
+            f"({100 * (q.cost_usd / p.cost_usd - 1):+.1f}%)"
+        )
+        out.append("")
     if r.alternatives:
-        out.append("Next-best distinct fleets:")
+        out.append("Next-best fleets (each a different set of GPU types):")
         rows = [
             [
                 i + 2,
-                q.label() + ("" if q.optimal else " (not proven optimal)"),
+                (q.order_label() or q.label()) + ("" if q.optimal else " (not proven optimal)"),
                 "; ".join(
                     f"{a.workload}: {a.replicas}x{a.gpus_per_replica} {a.gpu} {a.split()}"
                     for a in q.assignments
@@ -153,7 +193,7 @@ def compare_table(c: Comparison) -> str:
             rows.append(
                 [
                     g.group,
-                    p.label(),
+                    p.order_label() or p.label(),
                     p.total_gpus,
                     _money(p.cost_usd),
                     _money(p.cost_per_year_usd),
@@ -178,7 +218,7 @@ def sweep_table(s: Sweep) -> str:
                 [
                     *(c[k] for k in s.keys),
                     "yes",
-                    p.label(),
+                    p.order_label() or p.label(),
                     p.total_gpus,
                     f"${p.cost_usd:,.0f}",
                     per_mtok(p.usd_per_million_tokens),
@@ -190,3 +230,19 @@ def sweep_table(s: Sweep) -> str:
     return tabulate(
         rows, headers=[*s.keys, "feasible", "fleet", "GPUs", "cost", "$/M tok", "why not"]
     )
+
+
+def launch_text(launches, engine: str) -> str:
+    """``--emit``: one launch command per replica kind, with how many copies to run."""
+    out = [f"\nLaunch ({engine}):"]
+    for x in launches:
+        out.append(
+            f"# {x.workload} on {x.gpu}: {x.replicas} replicas x {x.gpus_per_replica} GPUs "
+            f"(Kubernetes replicas: {x.replicas})"
+        )
+        out.append(x.command)
+        if x.note:
+            out.append(f"# note: {x.note}")
+    if len(out) == 1:
+        out.append("# no language-model workload in the plan")
+    return "\n".join(out) + "\n"
