@@ -27,7 +27,7 @@ from .errors import ScenarioError
 from .family_capacity import FamilyCapacity
 from .kinds import KINDS, demand_of, family_capacity
 from .optimize import Limits, Option, Purchase, Solution, solve
-from .procurement import instances_for, server_catalog, servers_for
+from .procurement import clouds, instances_for, server_catalog, servers_for
 from .scenario import Scenario
 from .workloads import LLMWorkload
 
@@ -80,17 +80,20 @@ class SearchSpace:
         }
         self.gpus = self._allowed_gpus()
         self.units: dict[str, list[Unit]] = {}
+        left_out: dict[str, list[str]] = {}
         for g in list(self.gpus):
             units, why = self._units_for(g)
             if units:
                 self.units[g.name] = units
             else:
-                self.notes.append(f"{g.name}: {why}, left out")
+                left_out.setdefault(why, []).append(g.name)
                 self.gpus.remove(g)
+        why_out = [f"left out {', '.join(gs)}: {why}" for why, gs in left_out.items()]
+        self.notes += why_out
         if not self.gpus:
             raise ScenarioError(
                 "fleet: no allowed GPU type can be bought or rented as asked ("
-                + "; ".join(self.notes)
+                + "; ".join(why_out)
                 + ")"
             )
         self.purchases = [
@@ -136,6 +139,7 @@ class SearchSpace:
             u = gpu_unit(gpu, sc.cost)
             return ([u], "") if u else ([], f"no {basis} price in its preset")
         if basis == "rental":
+            self._check_clouds()
             found = instances_for(gpu.name, sc.cost.clouds, sc.cost.commitment, self.presets)
             units = [u for i in found if (u := instance_unit(i, gpu, sc.cost))]
             where = f" on {', '.join(sc.cost.clouds)}" if sc.cost.clouds else ""
@@ -158,6 +162,19 @@ class SearchSpace:
         if not servers:
             return [], "no server preset holds it (fleet.unit: gpu plans loose GPUs)"
         return [], "its server presets have no host price (fleet.unit: gpu plans loose GPUs)"
+
+    def _check_clouds(self) -> None:
+        """Unknown cloud names in cost.clouds are an input error that names the known ones."""
+        import difflib
+
+        known = clouds(self.presets)
+        for c in self.sc.cost.clouds or []:
+            if c not in known:
+                near = difflib.get_close_matches(c, known, n=1)
+                hint = f"; did you mean {near[0]}?" if near else ""
+                raise ScenarioError(
+                    f"cost.clouds: unknown cloud '{c}'{hint} (known: {', '.join(known)})"
+                )
 
     def per_gpu(self, gpu: str) -> Unit:
         """The unit of a GPU type with the least cost per GPU: the options' cost floor."""

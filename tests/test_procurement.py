@@ -226,3 +226,33 @@ def test_emit_flags_match_the_plan(tmp_path, engine):
         if engine == "vllm":
             assert args[args.index("--max-model-len") + 1] == str(2000 + 400)
             assert args[args.index("--kv-cache-dtype") + 1] == "fp8"
+
+
+def test_bad_procurement_input_is_a_clear_error(tmp_path):
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    p = _scenario(tmp_path, **{"cost.basis": "rental", "cost.clouds": ["azur"]})
+    r = CliRunner().invoke(main, ["solve", str(p)])
+    assert r.exit_code == 2 and "did you mean azure" in r.output
+    p = _scenario(tmp_path, **{"fleet.gpus": ["h200"], "fleet.servers": {"h200": "dgx-h20"}})
+    r = CliRunner().invoke(main, ["solve", str(p)])
+    assert r.exit_code == 2 and "dgx-h200" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["servers", "list", "--gpu", "h100-sxm", "--format", "json"])
+    assert r.exit_code == 0 and {s["gpu"] for s in __import__("json").loads(r.output)} == {
+        "h100-sxm"
+    }
+    r = CliRunner().invoke(main, ["instances", "list", "--cloud", "aws"])
+    assert r.exit_code == 0 and "p5.48xlarge" in r.output
+
+
+def test_chosen_server_is_the_one_bought(tmp_path):
+    p = _scenario(
+        tmp_path, **{"fleet.gpus": ["h100-sxm"], "fleet.servers": {"h100-sxm": "dgx-h100"}}
+    )
+    res = plan_scenario(load_scenario(p), top=1)
+    assert {s["server"] for s in res.to_dict()["servers"]} == {"dgx-h100"}
+    assert res.plan.power_kw == pytest.approx(
+        sum(s["count"] for s in res.to_dict()["servers"]) * 10.2 * 1.3
+    )

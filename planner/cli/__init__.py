@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from .catalog import gpus_group, models_group
+from .catalog import gpus_group, instances_group, models_group, servers_group
 from .estimate import curve_cmd, estimate_cmd
 from .plans import compare_cmd, solve_cmd, sweep_cmd
 from .validation import calibrate_cmd, validate_cmd
@@ -40,6 +40,8 @@ for _cmd in (
     curve_cmd,
     models_group,
     gpus_group,
+    servers_group,
+    instances_group,
     validate_cmd,
     calibrate_cmd,
 ):

@@ -1,4 +1,5 @@
-"""``planner models list|show`` and ``planner gpus list|show``."""
+"""``planner models list|show``, ``planner gpus list|show``, ``planner servers list`` and
+``planner instances list``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ from estimator import get_gpu, gpu_catalog
 from estimator.describe import describe_model, list_models
 from estimator.formats import KV_FORMATS
 
-from ..render.catalog import gpu_text, gpus_table, model_text, models_table
+from ..render.catalog import (
+    INSTANCE_COLUMNS,
+    SERVER_COLUMNS,
+    gpu_text,
+    gpus_table,
+    model_text,
+    models_table,
+    procurement_table,
+)
 from .common import FiniteRange, dump, friendly_errors, presets_of
 
 LIST_FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
@@ -76,3 +85,51 @@ def gpus_show(ctx, name, fmt):
     d["capacity_runtime_gb"] = round(g.memory_bytes / 1e9, 2)
     d["capacity_runtime_gib"] = round(g.memory_bytes / 2**30, 2)
     click.echo(dump(d) if fmt == "json" else gpu_text(d))
+
+
+@click.group("servers")
+def servers_group():
+    """List the servers a purchase plan buys (presets/servers, plus a generic 8-GPU server
+    for each data-centre GPU)."""
+
+
+@servers_group.command("list")
+@click.option("--gpu", help="Only the servers of this GPU type.")
+@LIST_FORMAT
+@click.pass_context
+@friendly_errors
+def servers_list(ctx, gpu, fmt):
+    """Every server preset: GPUs, scale-up domain, power, height, host price."""
+    from ..procurement import server_catalog
+
+    cat = server_catalog(presets_of(ctx))
+    rows = [cat.items[n].model_dump(exclude={"sources", "aliases"}) for n in cat.names()]
+    if gpu:
+        g = get_gpu(gpu, presets_of(ctx)).name
+        rows = [r for r in rows if r["gpu"] == g]
+    click.echo(dump(rows) if fmt == "json" else procurement_table(rows, SERVER_COLUMNS))
+
+
+@click.group("instances")
+def instances_group():
+    """List the cloud instances a rental plan rents (presets/instances)."""
+
+
+@instances_group.command("list")
+@click.option("--gpu", help="Only the instances of this GPU type.")
+@click.option("--cloud", help="Only this cloud (aws, azure, gcp, lambda, ...).")
+@LIST_FORMAT
+@click.pass_context
+@friendly_errors
+def instances_list(ctx, gpu, cloud, fmt):
+    """Every instance preset with its published $/hour, region, date and source."""
+    from ..procurement import instances
+
+    rows = [i.model_dump() for i in instances(presets_of(ctx))]
+    if gpu:
+        g = get_gpu(gpu, presets_of(ctx)).name
+        rows = [r for r in rows if r["gpu"] == g]
+    if cloud:
+        rows = [r for r in rows if r["cloud"] == cloud.lower()]
+    rows.sort(key=lambda r: (r["gpu"], r["usd_per_hour"] / r["gpus"], r["cloud"]))
+    click.echo(dump(rows) if fmt == "json" else procurement_table(rows, INSTANCE_COLUMNS))

@@ -92,3 +92,13 @@ def gpu_text(d: dict) -> str:
         else:
             rows.append([k, v])
     return tabulate(rows, tablefmt="simple", maxcolwidths=[None, 90])
+
+
+SERVER_COLUMNS = ["name", "gpu", "gpus", "scale_up", "power_w", "rack_units", "host_usd", "kind"]
+INSTANCE_COLUMNS = ["cloud", "name", "gpu", "gpus", "usd_per_hour", "region", "date"]
+
+
+def procurement_table(rows: list[dict], columns: list[str]) -> str:
+    """Servers or instances, one per line (``-`` where a value is not published)."""
+    body = [["-" if r.get(c) is None else r.get(c) for c in columns] for r in rows]
+    return tabulate(body, headers=columns)
