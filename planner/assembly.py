@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 
 from .capacity import operating_point, targets
+from .costs import HOURS_PER_YEAR
 from .kinds import KINDS
 from .optimize import Solution
 from .options import SearchSpace, _Option
+from .procurement import instances_for
 from .results import Assignment, Plan
 from .workloads import LLMWorkload
 
@@ -121,7 +123,28 @@ def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
         cost_breakdown_usd={k: v * years for k, v in breakdown.items()},
         rack_units=sum(u.rack_units * n for u, n in bought),
         spare_gpus=sum(u.gpus * n for u, n in spares),
+        break_even_months=_break_even(space, bought, breakdown),
     )
+
+
+def _break_even(space: SearchSpace, bought, breakdown: dict[str, float]) -> float | None:
+    """Months after which buying this fleet beats renting the same GPUs on demand (the
+    cheapest published instance per GPU of each type): the capital over the monthly saving
+    of renting minus running costs. None for rental plans, or where no instance rents a
+    type, or where renting is cheaper to run than owning."""
+    if space.sc.cost.basis != "purchase":
+        return None
+    rent = 0.0
+    for u, n in bought:
+        found = instances_for(u.gpu, None, "on-demand", space.presets)
+        if not found:
+            return None
+        per_gpu_hour = min(i.usd_per_hour / i.gpus for i in found)
+        rent += per_gpu_hour * u.gpus * n * HOURS_PER_YEAR
+    running = sum(breakdown.get(k, 0.0) for k in ("energy", "hosting", "operations"))
+    capex = sum(u.capex * n for u, n in bought)
+    saving = (rent - running) / 12
+    return capex / saving if saving > 0 else None
 
 
 def _unit_row(u, n: int, _: int) -> dict:

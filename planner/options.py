@@ -155,6 +155,11 @@ class SearchSpace:
         else:
             servers = servers_for(gpu, self.presets)
         units = [u for s in servers if (u := server_unit(s, gpu, sc.cost))]
+        rack_kw = sc.budget.max_kw_per_rack
+        if rack_kw is not None:  # a server that draws more than a rack takes cannot be racked
+            units = [u for u in units if u.power_kw / sc.cost.pue <= rack_kw]
+            if not units and servers:
+                return [], f"every server of it draws more than {rack_kw:g} kW (max_kw_per_rack)"
         if units:
             return units, ""
         if not gpu.price_usd:

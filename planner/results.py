@@ -75,6 +75,7 @@ class Plan:
     cost_breakdown_usd: dict[str, float] = field(default_factory=dict)  # over the horizon
     rack_units: int = 0
     spare_gpus: int = 0
+    break_even_months: float | None = None  # purchase against renting the same GPUs
 
     def label(self) -> str:
         return " + ".join(f"{n}x {g}" for g, n in self.gpus_by_type.items())
@@ -242,6 +243,7 @@ def plan_json(p: Plan) -> dict:
         "cost_per_year_usd": p.cost_per_year_usd,
         "cost_breakdown_usd": p.cost_breakdown_usd,
         "cost_breakdown_per_year_usd": p.cost_breakdown_per_year,
+        "break_even_months_vs_rental": p.break_even_months,
         "capex_usd": p.capex_usd,
         "power_kw": p.power_kw,
         "usd_per_million_output_tokens": p.usd_per_million_tokens,

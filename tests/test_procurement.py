@@ -256,3 +256,18 @@ def test_chosen_server_is_the_one_bought(tmp_path):
     assert res.plan.power_kw == pytest.approx(
         sum(s["count"] for s in res.to_dict()["servers"]) * 10.2 * 1.3
     )
+
+
+def test_break_even_against_renting_the_same_gpus(tmp_path):
+    from planner.procurement import instances_for
+
+    res = plan_scenario(load_scenario(_scenario(tmp_path)), top=1)
+    p = res.plan
+    rent = 0.0
+    for s in res.to_dict()["servers"]:
+        per_gpu_h = min(i.usd_per_hour / i.gpus for i in instances_for(s["gpu"], None, "on-demand"))
+        rent += per_gpu_h * s["count"] * s["gpus_per_server"] * 8760
+    run = sum(p.cost_breakdown_per_year.get(k, 0) for k in ("energy", "hosting", "operations"))
+    assert p.break_even_months == pytest.approx(p.capex_usd / ((rent - run) / 12))
+    rental = plan_scenario(load_scenario(_scenario(tmp_path, **{"cost.basis": "rental"})), top=1)
+    assert rental.plan.break_even_months is None

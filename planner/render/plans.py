@@ -118,6 +118,8 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
     ]
     if r.basis == "purchase":
         cost.append(f"capex {_money(p.capex_usd)}")
+        if p.break_even_months is not None:
+            cost.append(f"pays back against renting in {p.break_even_months:.1f} months")
     if p.usd_per_million_tokens is not None:
         cost.append(f"${p.usd_per_million_tokens:,.2f} per million output tokens")
     out.append(
