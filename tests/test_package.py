@@ -11,7 +11,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMANDS = ["solve", "compare", "sweep", "estimate", "curve", "models", "gpus", "validate"]
+COMMANDS = [
+    "solve",
+    "compare",
+    "sweep",
+    "estimate",
+    "curve",
+    "models",
+    "gpus",
+    "servers",
+    "instances",
+    "validate",
+]
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +72,8 @@ def test_wheel_carries_every_subpackage_and_its_data(installed):
         "calibration/data/llm_measured_public.csv",
         "presets/gpus/nvidia.yaml",
         "presets/families/diffusion/flux1-dev.yaml",
+        "presets/servers/servers.yaml",
+        "presets/instances/clouds.yaml",
     ):
         assert required in names, required
 
@@ -72,6 +85,8 @@ def test_installed_wheel_solves_validates_and_estimates_from_any_folder(installe
     solved = _run(env_dir, tmp_path, "solve", str(scenario), "--format", "json")
     assert solved.returncode == 0, solved.stderr
     assert json.loads(solved.stdout)["feasible"] is True
+    listed = _run(env_dir, tmp_path, "instances", "list", "--cloud", "aws", "--format", "json")
+    assert listed.returncode == 0 and json.loads(listed.stdout), listed.stderr
     est = _run(env_dir, tmp_path, "estimate", "--model", "flux1-dev", "--gpu", "h100-sxm")
     assert est.returncode == 0, est.stderr
     val = _run(env_dir, tmp_path, "validate", "--format", "json")
