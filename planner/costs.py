@@ -44,7 +44,7 @@ class Unit:
     gpu: str
     vendor: str
     gpus: int
-    scale_up: int  # GPUs of a replica that can share the unit's fast domain
+    spans: bool  # a replica may span several units (servers on a NIC; loose GPUs you rack)
     per_year: float  # USD
     capex: float  # purchase price (0 on rental)
     power_kw: float  # facility draw at maximum (× PUE)
@@ -102,7 +102,7 @@ def server_unit(server: ServerPreset, gpu: Accelerator, cost: Cost) -> Unit | No
         gpu.name,
         gpu.vendor,
         server.gpus,
-        min(server.scale_up, server.gpus),
+        True,
         sum(parts.values()),
         sum(capital.values()),
         server.power_w / 1000 * cost.pue,
@@ -125,7 +125,7 @@ def instance_unit(inst: InstancePreset, gpu: Accelerator, cost: Cost) -> Unit | 
         gpu.name,
         gpu.vendor,
         inst.gpus,
-        inst.gpus,
+        inst.gpus > 1,  # single-GPU instances share no fast link: a replica stays on one
         per_year,
         0.0,
         gpu.tdp_w / 1000 * inst.gpus * cost.pue,
@@ -152,7 +152,7 @@ def gpu_unit(gpu: Accelerator, cost: Cost) -> Unit | None:
             gpu.name,
             gpu.vendor,
             1,
-            gpu.scale_up.domain_size,
+            True,
             per_year,
             0.0,
             kw_it * cost.pue,
@@ -171,7 +171,7 @@ def gpu_unit(gpu: Accelerator, cost: Cost) -> Unit | None:
         gpu.name,
         gpu.vendor,
         1,
-        gpu.scale_up.domain_size,
+        True,
         sum(parts.values()),
         gpu.price_usd,
         kw_it * cost.pue,

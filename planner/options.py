@@ -104,7 +104,7 @@ class SearchSpace:
                 u.cost(sc.cost.years),
                 int(math.ceil(u.power_kw * 1000)),
                 u.rack_units,
-                spans=u.gpus > 1 and u.gpus >= u.scale_up,
+                spans=u.spans,
             )
             for g in sorted(self.units)
             for u in self.units[g]

@@ -271,3 +271,10 @@ def test_break_even_against_renting_the_same_gpus(tmp_path):
     assert p.break_even_months == pytest.approx(p.capex_usd / ((rent - run) / 12))
     rental = plan_scenario(load_scenario(_scenario(tmp_path, **{"cost.basis": "rental"})), top=1)
     assert rental.plan.break_even_months is None
+
+
+def test_loose_gpus_hold_replicas_of_any_size(tmp_path):
+    """fleet.unit: gpu (servers owned already): a 70B FP8 model needs TP2 on 48 GB cards."""
+    p = _scenario(tmp_path, **{"fleet.unit": "gpu", "fleet.gpus": ["l40s"]})
+    res = plan_scenario(load_scenario(p), top=1)
+    assert res.feasible and min(a.tp for a in res.plan.assignments) >= 2
