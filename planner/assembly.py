@@ -102,8 +102,7 @@ def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
     for u, n in units:
         by_type[u.gpu] = by_type.get(u.gpu, 0) + u.gpus * n
     by_type = dict(sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0])))
-    per_type = space.limits().type_cost / years if years else 0.0
-    breakdown = _breakdown(units, spares, per_type * len(by_type))
+    breakdown = _breakdown(units, spares, space.per_type_usd_per_year * len(by_type))
     per_year = sum(breakdown.values())
     tokens = sum(a.output_tokens_per_year for a in assignments)
     bought = units + spares
@@ -117,8 +116,8 @@ def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
         power_kw=sum(u.power_kw * n for u, n in bought),
         usd_per_million_tokens=per_year / (tokens / 1e6) if tokens else None,
         optimal=sol.optimal,
-        units=[_unit_row(u, n, 0) for u, n in units],
-        spares=[_unit_row(u, n, 0) for u, n in spares],
+        units=[_unit_row(u, n) for u, n in units],
+        spares=[_unit_row(u, n) for u, n in spares],
         cost_breakdown_per_year=breakdown,
         cost_breakdown_usd={k: v * years for k, v in breakdown.items()},
         rack_units=sum(u.rack_units * n for u, n in bought),
@@ -147,7 +146,7 @@ def _break_even(space: SearchSpace, bought, breakdown: dict[str, float]) -> floa
     return capex / saving if saving > 0 else None
 
 
-def _unit_row(u, n: int, _: int) -> dict:
+def _unit_row(u, n: int) -> dict:
     """One line of what to order: a server model or a cloud instance shape, and how many."""
     row = {"kind": u.kind, "gpu": u.gpu, "count": n, "gpus_per_unit": u.gpus}
     if u.kind == "instance":

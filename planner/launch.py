@@ -38,9 +38,9 @@ class Launch:
         return self.__dict__.copy()
 
 
-def hub_id(model_name: str) -> str:
+def hub_id(model_name: str, presets: tuple[str, ...] = ()) -> str:
     """The Hugging Face id a preset was read from (its first org/name alias), else its name."""
-    preset = model_catalog().items.get(model_name)
+    preset = model_catalog(presets).items.get(model_name)
     ids = [a for a in (preset.aliases if preset else []) if "/" in a]
     return ids[0] if ids else model_name
 
@@ -85,7 +85,9 @@ _PROGRAM = {
 }
 
 
-def launch_commands(sc: Scenario, result: PlanResult, engine: str) -> list[Launch]:
+def launch_commands(
+    sc: Scenario, result: PlanResult, engine: str, presets: tuple[str, ...] = ()
+) -> list[Launch]:
     """One launch command per language-model assignment of the recommendation."""
     if engine not in EMITTERS:
         raise ScenarioError(f"--emit must be one of {', '.join(EMITTERS)}, not '{engine}'")
@@ -104,7 +106,7 @@ def launch_commands(sc: Scenario, result: PlanResult, engine: str) -> list[Launc
             max_num_batched_tokens=w.max_num_batched_tokens,
             max_model_len=w.max_model_len,
         )
-        args = [*_PROGRAM[engine], hub_id(a.model), *_flags(engine, a, w, knobs)]
+        args = [*_PROGRAM[engine], hub_id(a.model, presets), *_flags(engine, a, w, knobs)]
         copies = a.replicas * ((a.prefill_replicas or 0) + (a.decode_replicas or 0) or 1)
         note = ""
         if engine != w.engine:

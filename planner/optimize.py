@@ -61,7 +61,13 @@ class Limits:
     type_cost: int = 0  # whole USD over the horizon per GPU type in the fleet
     spares: int = 0  # spare units per pool (GPU type x unit kind) in use: N+k
     max_rack_units: int | None = None
-    max_rack_power_kw: float | None = None
+    max_rack_power_kw: float | None = None  # the racks' power: max_racks x max_kw_per_rack
+
+    @property
+    def power_cap_w(self) -> int | None:
+        """The tighter of the facility power cap and the racks' power, in whole watts."""
+        caps = [c for c in (self.max_power_kw, self.max_rack_power_kw) if c is not None]
+        return int(min(caps) * 1000) if caps else None
 
 
 @dataclass(frozen=True)
@@ -142,15 +148,15 @@ def solve(
         if _meets_limits(options, covers, limits, exclude):
             return covers
     m = cp_model.CpModel()
-    x = [m.NewIntVar(0, 0, f"x{i}") for i in range(len(options))]
-    ubx = [0] * len(options)
+    ubx = [0] * len(options)  # options that cannot be placed stay at 0
     for i in live:
         o = options[i]
         ub = -(-required[o.workload] // o.capacity)
         if limits.available and o.gpu in limits.available:
             ub = min(ub, limits.available[o.gpu] // o.gpus)
         ubx[i] = max(ub, 0)
-        x[i] = m.NewIntVar(0, ubx[i], f"x{i}")
+    x = [m.NewIntVar(0, ub, f"x{i}") for i, ub in enumerate(ubx)]
+    for i in live:
         m.AddHint(x[i], hint[i])
     for w, idx in by_workload.items():
         m.Add(sum(options[i].capacity * x[i] for i in idx) >= required[w])
@@ -171,10 +177,8 @@ def solve(
         m.Add(sum(vuse.values()) <= limits.max_vendors)
     if limits.max_usd is not None:
         m.Add(cost <= int(limits.max_usd))
-    if limits.max_power_kw is not None:
-        m.Add(power <= int(limits.max_power_kw * 1000))
-    if limits.max_rack_power_kw is not None:
-        m.Add(power <= int(limits.max_rack_power_kw * 1000))
+    if limits.power_cap_w is not None:
+        m.Add(power <= limits.power_cap_w)
     if exclude:
         for prev in exclude:
             _forbid(m, use, prev)
@@ -241,8 +245,8 @@ def _units(m, options, live, x, ubx, buys, by_type_buys, limits: Limits) -> _Fle
     buddy rule, exact for sizes that divide each other). Other units (a 72-GPU NVL rack) hold
     replicas of one size each, ``gpus // size`` of them: conservative, never overfull. Spares:
     ``limits.spares`` more units of every pool (GPU type x unit kind) in use."""
-    y = [m.NewIntVar(0, 0, f"y{j}") for j in range(len(buys))]
-    spare = [m.NewIntVar(0, 0, f"s{j}") for j in range(len(buys))]
+    y: list = [None] * len(buys)  # every purchase belongs to one GPU type: set below
+    spare: list = [None] * len(buys)
     use, counts = {}, {}
     for g, js in sorted(by_type_buys.items()):
         opts = [i for i in live if options[i].gpu == g]
@@ -341,9 +345,7 @@ def _meets_limits(options: list[Option], sol: Solution, limits: Limits, exclude)
     if limits.max_usd is not None and sol.cost > int(limits.max_usd):
         return False
     power = sum(options[i].power_w * n for i, n in sol.replicas.items())
-    if limits.max_power_kw is not None and power > int(limits.max_power_kw * 1000):
-        return False
-    if limits.max_rack_power_kw is not None and power > int(limits.max_rack_power_kw * 1000):
+    if limits.power_cap_w is not None and power > limits.power_cap_w:
         return False
     return not any(set(by_type) == {g for g, n in prev.items() if n} for prev in exclude or [])
 

@@ -96,6 +96,8 @@ class SearchSpace:
                 + "; ".join(why_out)
                 + ")"
             )
+        # the optimiser's purchases, index for index with the units they price
+        self.unit_list = [u for g in sorted(self.units) for u in self.units[g]]
         self.purchases = [
             Purchase(
                 u.gpu,
@@ -106,10 +108,12 @@ class SearchSpace:
                 u.rack_units,
                 spans=u.spans,
             )
-            for g in sorted(self.units)
-            for u in self.units[g]
+            for u in self.unit_list
         ]
-        self.unit_list = [u for g in sorted(self.units) for u in self.units[g]]
+        c = sc.cost
+        self.per_type_usd_per_year = float(
+            PER_TYPE_USD_PER_YEAR if c.per_type_usd_per_year is None else c.per_type_usd_per_year
+        )
         self.demands = {w.name: demand_of(w) for w in sc.workloads}
         for d in self.demands.values():
             if d.amount > LARGE_DEMAND:
@@ -356,9 +360,6 @@ class SearchSpace:
 
     def limits(self, single_type: bool | None = None) -> Limits:
         b, f, c = self.sc.budget, self.sc.fleet, self.sc.cost
-        per_type = (
-            PER_TYPE_USD_PER_YEAR if c.per_type_usd_per_year is None else c.per_type_usd_per_year
-        )
         return Limits(
             single_type=f.single_type if single_type is None else single_type,
             available=self.available or None,
@@ -366,7 +367,7 @@ class SearchSpace:
             max_power_kw=b.max_power_kw,
             max_types=f.max_types,
             max_vendors=f.max_vendors,
-            type_cost=int(math.ceil(per_type * c.years)),
+            type_cost=int(math.ceil(self.per_type_usd_per_year * c.years)),
             spares=f.spares,
             max_rack_units=b.max_racks * RACK_UNITS if b.max_racks else None,
             max_rack_power_kw=(

@@ -43,7 +43,7 @@ def solve_cmd(ctx, scenario_file, top, fmt, out, explain, emit):
 
     sc = load_scenario(scenario_file)
     res = plan_scenario(sc, presets_of(ctx), top=top)
-    launches = launch_commands(sc, res, emit) if emit else None
+    launches = launch_commands(sc, res, emit, presets_of(ctx)) if emit else None
     if fmt == "json":
         d = res.to_dict(explain)
         if launches is not None:
