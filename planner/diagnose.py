@@ -10,7 +10,6 @@ from .assembly import to_plan
 from .candidates import Candidate
 from .capacity import Capacity
 from .kinds import KINDS
-from .optimize import Limits
 from .options import SearchSpace
 
 
@@ -90,6 +89,8 @@ def diagnose(space: SearchSpace) -> str:
         ("power", replace(lim, max_power_kw=None)),
         ("inventory", replace(lim, available=None)),
         ("single_type", replace(lim, single_type=False, max_types=None)),
+        ("vendors", replace(lim, max_vendors=None)),
+        ("racks", replace(lim, max_rack_units=None, max_rack_power_kw=None)),
     ]
     parts = []
     for name, relaxed_lim in trials:
@@ -120,6 +121,18 @@ def diagnose(space: SearchSpace) -> str:
                 + "; ".join(short)
                 + f" (cheapest plan without it: {plan.label()}, ${plan.cost_usd:,.0f})"
             )
+        elif name == "vendors":
+            parts.append(
+                f"fleet.max_vendors {space.sc.fleet.max_vendors} binds: the cheapest plan "
+                f"without it ({plan.label()}, ${plan.cost_usd:,.0f}) mixes more vendors"
+            )
+        elif name == "racks":
+            kw = f" of {b.max_kw_per_rack:g} kW" if b.max_kw_per_rack else ""
+            parts.append(
+                f"{b.max_racks} rack(s){kw} are too few: the cheapest plan within the other "
+                f"limits ({plan.order_label()}) takes {plan.rack_units}U and "
+                f"{plan.power_kw:.1f} kW"
+            )
         else:
             parts.append(
                 f"no fleet of so few GPU types (single_type / max_types) serves every workload "
@@ -128,11 +141,24 @@ def diagnose(space: SearchSpace) -> str:
             )
     if parts:
         return "; or ".join(parts)
-    sol = space.run(space.options, Limits())
+    # every limit lifted at once; the costs that are not limits (per-type cost, spares) stay
+    free = replace(
+        lim,
+        max_usd=None,
+        max_power_kw=None,
+        available=None,
+        single_type=False,
+        max_types=None,
+        max_vendors=None,
+        max_rack_units=None,
+        max_rack_power_kw=None,
+    )
+    sol = space.run(space.options, free)
     if not sol.found:
         return "no combination of candidates covers the demand"
     plan = to_plan(space, space.options, sol)
     return (
-        "the fleet limits together (budget, power, inventory, single type) exclude every "
-        f"plan; with none of them the best is {plan.label()} at ${plan.cost_usd:,.0f}"
+        "the fleet limits together (budget, power, inventory, GPU types, vendors, racks) "
+        f"exclude every plan; with none of them the best is {plan.label()} at "
+        f"${plan.cost_usd:,.0f}"
     )

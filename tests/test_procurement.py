@@ -278,3 +278,12 @@ def test_loose_gpus_hold_replicas_of_any_size(tmp_path):
     p = _scenario(tmp_path, **{"fleet.unit": "gpu", "fleet.gpus": ["l40s"]})
     res = plan_scenario(load_scenario(p), top=1)
     assert res.feasible and min(a.tp for a in res.plan.assignments) >= 2
+
+
+def test_a_binding_rack_limit_is_named(tmp_path):
+    data = yaml.safe_load(_scenario(tmp_path, **{"budget.max_racks": 1}).read_text())
+    data["workloads"][0]["users"] = 40000  # 72 B200s: more than one 42U rack holds
+    p = tmp_path / "racks.yaml"
+    p.write_text(yaml.safe_dump(data))
+    res = plan_scenario(load_scenario(p), top=1)
+    assert not res.feasible and "rack(s)" in res.reason and "U and" in res.reason
