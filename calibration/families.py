@@ -7,160 +7,18 @@ there are reported as skipped with the reason recorded in the README."""
 
 from __future__ import annotations
 
-import csv
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from estimator import EstimatorError, Parallel, get_gpu
-from estimator.families import FamilyOptions, family_of, get_family_model
-
-from . import shipped_dir
-
-
-@dataclass
-class FamilyRow:
-    row: int
-    family: str
-    model: str
-    gpu: str
-    metric: str
-    measured: float
-    predicted: float | None
-    assumptions: str
-    status: str = "evaluated"
-
-    @property
-    def error_pct(self) -> float | None:
-        if self.predicted is None:
-            return None
-        return 100.0 * (self.predicted - self.measured) / self.measured
-
-
-def _int(v: str) -> int | None:
-    return int(v) if v not in ("", None) else None
-
-
-# published metric -> (the estimate's metric, whether it scales with the GPUs: the rows run
-# one replica per GPU)
-METRICS = {
-    "images_per_s": ("images_per_s", True),
-    "audio_s_per_s": ("audio_s_per_s", True),
-    "sentences_per_s": ("docs_per_s", True),
-    "docs_per_s": ("docs_per_s", True),
-    "rtf": ("rtf", False),
-    "s_per_image": ("s_per_image", False),
-    "s_per_video": ("s_per_video", False),
-    "latency_ms_per_chunk": ("latency_ms", False),
-}
-
-
-def options(case: dict) -> FamilyOptions:
-    """A row's machine-readable conditions as the estimator's family options."""
-    res = _int(case.get("resolution", ""))
-    return FamilyOptions(
-        batch=int(case["batch"]),
-        input_tokens=_int(case.get("input_tokens", "")),
-        audio_seconds=float(case.get("audio_seconds") or 30.0),
-        beam=int(case.get("beam") or 1),
-        resolution=(res, res) if res else None,
-        frames=_int(case.get("frames", "")),
-        steps=_int(case.get("steps", "")),
-        guidance=case.get("guidance") == "true",
-        cameras=int(case.get("cameras") or 1),
-    )
-
-
-def predict(case: dict) -> tuple[str, float]:
-    model = get_family_model(case["preset"])
-    fam = family_of(model)
-    if fam is None or fam.estimate is None:
-        raise EstimatorError(f"no validation path for {model.family}")
-    e = fam.estimate(model, get_gpu(case["gpu_preset"]), Parallel(), case["weights"], options(case))
-    metric, m = case["metric"], e.metrics
-    if metric == "steps_per_s":
-        return e.family, int(case["steps"]) / m["denoiser_s"] if m["denoiser_s"] else 0.0
-    if metric == "peak_memory_gb":
-        return e.family, e.memory_gb.total
-    key, per_gpu = METRICS[metric]
-    return e.family, int(case["n_gpus"]) * m.get(key, 0.0) if per_gpu else m[key]
-
-
-def run_extra(path: Path | None = None) -> list[FamilyRow]:
-    """Rows that carry their machine-readable conditions themselves
-    (``validation/nonllm_measured_extra.csv``), numbered -1, -2, ... in reports."""
-    p = path or shipped_dir() / "nonllm_measured_extra.csv"
-    if not p.is_file():
-        return []
-    out = []
-    for i, c in enumerate(csv.DictReader(open(p))):
-        try:
-            fam, pred = predict(c)
-            out.append(
-                FamilyRow(
-                    -1 - i,
-                    fam,
-                    c["model"],
-                    c["gpu"],
-                    c["metric"],
-                    float(c["value"]),
-                    float(pred),
-                    c.get("assumptions", ""),
-                )
-            )
-        except (EstimatorError, KeyError, ValueError, TypeError) as e:
-            out.append(
-                FamilyRow(
-                    -1 - i,
-                    c.get("model_type", ""),
-                    c["model"],
-                    c["gpu"],
-                    c["metric"],
-                    float(c.get("value") or "nan"),
-                    None,
-                    c.get("assumptions", ""),
-                    f"skipped: {e}",
-                )
-            )
-    return out
+from .family_cases import FamilyRow, all_cases, evaluate_row, source_key
+from .family_engines import cross_validate_engines
 
 
 def run(cases_path: Path | None = None, public_path: Path | None = None) -> list[FamilyRow]:
-    cases = list(csv.DictReader(open(cases_path or shipped_dir() / "nonllm_cases.csv")))
-    public = list(csv.DictReader(open(public_path or shipped_dir() / "nonllm_measured_public.csv")))
-    covered = {int(c["row"]) for c in cases}
-    out: list[FamilyRow] = []
-    for c in cases:
-        src = public[int(c["row"])]
-        try:
-            fam, pred = predict(c)
-            out.append(
-                FamilyRow(
-                    int(c["row"]),
-                    fam,
-                    src["model"],
-                    src["gpu"],
-                    c["metric"],
-                    float(c["value"]),
-                    float(pred),
-                    c["assumptions"],
-                )
-            )
-        except EstimatorError as e:
-            out.append(
-                FamilyRow(
-                    int(c["row"]),
-                    src["model_type"],
-                    src["model"],
-                    src["gpu"],
-                    c["metric"],
-                    float(c["value"]),
-                    None,
-                    c["assumptions"],
-                    f"skipped: {e}",
-                )
-            )
+    cases, public = all_cases(cases_path, public_path)
+    out = [evaluate_row(n, c, src) for n, c, src in cases]
+    covered = {n for n, _, _ in cases}
     for i, src in enumerate(public):
         if i not in covered:
             out.append(
@@ -175,9 +33,13 @@ def run(cases_path: Path | None = None, public_path: Path | None = None) -> list
                     "",
                     "skipped: no preset for the model or GPU, or a metric we do "
                     "not predict (see validation/README.md)",
+                    source=source_key(src["source"]),
                 )
             )
-    return sorted(out, key=lambda r: r.row) + run_extra()
+    rows = sorted((r for r in out if r.row >= 0), key=lambda r: r.row)
+    rows += [r for r in out if r.row < 0]
+    cross_validate_engines(rows, cases)
+    return rows
 
 
 def summary(rows: list[FamilyRow]) -> dict:
@@ -185,29 +47,50 @@ def summary(rows: list[FamilyRow]) -> dict:
     out = {}
     for f in fams:
         e = np.array([r.error_pct for r in rows if r.family == f and r.predicted is not None])
+        cv = np.array([r.cv_error_pct for r in rows if r.family == f and r.cv_predicted])
         out[f] = {
             "n": int(len(e)),
             "median_abs_pct": float(np.median(np.abs(e))),
             "p90_abs_pct": float(np.percentile(np.abs(e), 90)),
             "bias_pct": float(np.median(e)),
+            "cv_n": int(len(cv)),
+            "cv_median_abs_pct": float(np.median(np.abs(cv))) if len(cv) else None,
         }
     return out
 
 
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{x:.1f}%"
+
+
 def markdown(rows: list[FamilyRow], summ: dict) -> str:
     from tabulate import tabulate
+
+    from estimator.efficiency import calibration
 
     lines = [
         "",
         "## Other model families",
         "",
         "Rows of `validation/nonllm_measured_public.csv` made machine-readable in "
-        "`validation/nonllm_cases.csv`. These families run on the efficiency factors "
-        "fitted to the language-model data; they are not fitted themselves yet, so this "
-        "is an out-of-sample check.",
+        "`validation/nonllm_cases.csv`, and the self-describing rows of "
+        "`validation/nonllm_measured_extra.csv` (numbered -1, -2, ...). These families run "
+        "on the efficiency factors fitted to the language-model data, an out-of-sample "
+        "check; the one thing fitted on these rows is the host time per decoding step of "
+        "the eager speech engines (below). 'CV' is the leave-one-source-out error: each "
+        "engine's host time fitted without the row's source (empty where its engine has "
+        "no other source).",
         "",
     ]
-    head = ["family", "rows", "median abs. error", "p90 abs. error", "bias (median signed)"]
+    head = [
+        "family",
+        "rows",
+        "median abs. error",
+        "p90 abs. error",
+        "bias (median signed)",
+        "CV rows",
+        "CV median abs. error",
+    ]
     lines.append(
         tabulate(
             [
@@ -217,6 +100,8 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
                     f"{s['median_abs_pct']:.1f}%",
                     f"{s['p90_abs_pct']:.1f}%",
                     f"{s['bias_pct']:+.1f}%",
+                    s["cv_n"],
+                    _pct(s["cv_median_abs_pct"]),
                 ]
                 for f, s in summ.items()
             ],
@@ -224,17 +109,35 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
             tablefmt="github",
         )
     )
+    engines = (calibration().get("family_engines") or {}).get("asr") or {}
+    if engines:
+        lines += [
+            "",
+            "Speech engines' host time per decoder layer per decoding step "
+            "(`estimator/calibration.yaml`, `family_engines`): measured time = GPU time + "
+            "steps x decoder layers x (per layer + sequences x per sequence).",
+            "",
+            "| engine | per layer µs | per layer per sequence µs | rows | sources |",
+            "|---|---|---|---|---|",
+        ]
+        for name, e in engines.items():
+            lines.append(
+                f"| {name} | {e['layer_us']:g} | {e['layer_seq_us']:g} | {e['rows']} | "
+                f"{', '.join(e['sources'])} |"
+            )
     lines += [
         "",
-        "| row | model | GPU | metric | measured | predicted | error | assumptions |",
-        "|---|---|---|---|---|---|---|---|",
+        "| row | model | GPU | engine | metric | measured | predicted | error | CV error | "
+        "assumptions |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r.predicted is None:
             continue
+        cv = "" if r.cv_error_pct is None else f"{r.cv_error_pct:+.0f}%"
         lines.append(
-            f"| {r.row} | {r.model} | {r.gpu} | {r.metric} | {r.measured:g} | "
-            f"{r.predicted:.4g} | {r.error_pct:+.0f}% | {r.assumptions} |"
+            f"| {r.row} | {r.model} | {r.gpu} | {r.engine} | {r.metric} | {r.measured:g} | "
+            f"{r.predicted:.4g} | {r.error_pct:+.0f}% | {cv} | {r.assumptions} |"
         )
     from estimator.families import family_catalog
 
@@ -254,9 +157,9 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
         f"{len(skipped)} rows skipped (no preset for the model or GPU, unclear units, "
         "or approximate figures; see `validation/README.md`).",
         "",
-        "What the misses point at: Whisper as served by HF pipelines and faster-whisper "
-        "pays a per-token host cost (no CUDA graphs, timestamp and beam logic) far above "
-        "the LLM engines' that our factors come from, so we predict it 6-20x too fast; "
+        "What the misses point at: the speech engines are host-bound (their rows take "
+        "nearly as long on a V100S as on an A100), and one host time per engine leaves "
+        "the transformers BetterTransformer path and whisper.cpp unmodelled (skipped); "
         "the real-time pi0 kernels are ~2x faster than stock "
         "code (we are 14-84% slow); MLPerf SDXL runs with INT8 UNets and tuned batches we "
         "cannot see (we are 25-75% fast on most GPUs); the L4 embedding rows are far "

@@ -27,7 +27,13 @@ from . import display_name
 from .cases import Case, Parts, load_rows, prepare
 
 # ---- the parameter vector ---------------------------------------------------------------
-GLOBAL = ("collective_base_us", "layer_overhead_us", "step_overhead_ms", "seq_overhead_us")
+GLOBAL = (
+    "collective_base_us",
+    "layer_overhead_us",
+    "step_overhead_ms",
+    "seq_overhead_us",
+    "prefill_layer_overhead_us",
+)
 
 
 @dataclass
@@ -37,6 +43,7 @@ class Params:
     layer_overhead_us: float
     step_overhead_ms: float
     seq_overhead_us: float
+    prefill_layer_overhead_us: float
 
     def eff(self, family: str) -> tuple[float, float]:
         return self.families.get(family, self.families.get("default", (0.8, 0.6)))
@@ -49,7 +56,12 @@ def current_params(families: list[str]) -> Params:
         fams[f] = (e.memory, e.compute)
     e = efficiency_for("__none__")
     return Params(
-        fams, e.collective_base_us, e.layer_overhead_us, e.step_overhead_ms, e.seq_overhead_us
+        fams,
+        e.collective_base_us,
+        e.layer_overhead_us,
+        e.step_overhead_ms,
+        e.seq_overhead_us,
+        e.eager_layer_overhead_us,
     )
 
 
@@ -82,7 +94,8 @@ class Batch:
         )
         t_dec = self.dec.time(me, ce, *k)
         s = self.pre.compute / ce + self.pre.comm + self.pre.collectives * k[0]
-        s_alone = self.pre.time(me, ce, *k)
+        # an idle replica's prefill is launched eagerly: its own per-layer cost
+        s_alone = self.pre.time(me, ce, k[0], p.prefill_layer_overhead_us * 1e-6, *k[2:])
         out = np.empty(len(self.cases))
         for i in range(len(self.cases)):
             osl = int(self.osl[i])
@@ -148,11 +161,12 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
                 float(np.average([d[f][k] for f in fams], weights=w)) for k in (0, 1)
             )
         k = nd + 2 * len(fams)
-        return Params(d, x[k], x[k + 1], x[k + 2], x[k + 3])
+        return Params(d, *x[k : k + len(GLOBAL)])
 
-    x0 = [0.8, 0.6] * (len(fams) + nd // 2) + [6.6, 4.0, 1.0, 2.0]
-    lo = [0.2, 0.1] * (len(fams) + nd // 2) + [0.0, 0.0, 0.0, 0.0]
-    hi = [1.0, 1.0] * (len(fams) + nd // 2) + [50.0, 200.0, 20.0, 50.0]
+    # the eager per-layer cost's bound: a few dozen launches of ~5-10 us per layer
+    x0 = [0.8, 0.6] * (len(fams) + nd // 2) + [6.6, 4.0, 1.0, 2.0, 60.0]
+    lo = [0.2, 0.1] * (len(fams) + nd // 2) + [0.0, 0.0, 0.0, 0.0, 0.0]
+    hi = [1.0, 1.0] * (len(fams) + nd // 2) + [50.0, 200.0, 20.0, 50.0, 500.0]
 
     def resid(x):
         r = np.log(batch.predict(unpack(x)) / batch.measured)
@@ -277,6 +291,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
             "layer_overhead_us": r4(params.layer_overhead_us),
             "step_overhead_ms": r4(params.step_overhead_ms),
             "seq_overhead_us": r4(params.seq_overhead_us),
+            "prefill_layer_overhead_us": r4(params.prefill_layer_overhead_us),
         },
         "families": fams,
         "links": {"nic_latency_us": 8.0},
@@ -300,14 +315,33 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# memory/compute: achieved share of peak HBM bandwidth / dense FLOPS.\n"
         "# collective_base_us: fixed start-up latency per collective; layer_overhead_us: fixed\n"
         "# cost per layer per step (kernel launches and gaps); step_overhead_ms: per engine step;\n"
-        "# seq_overhead_us: host work per running sequence per step (sampling, scheduling).\n"
+        "# seq_overhead_us: host work per running sequence per step (sampling, scheduling);\n"
+        "# prefill_layer_overhead_us: per layer of an idle replica's prefill (launched eagerly,\n"
+        "# where decode replays captured graphs).\n"
         "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
+        "# family_engines: host time per decoder layer per decoding step (layer_us) and per\n"
+        "# running sequence (layer_seq_us) of the eager speech engines, fitted on their runs\n"
+        "# (validation/nonllm_*.csv; calibration/family_engines.py).\n"
     )
-    text = header + yaml.safe_dump(doc, sort_keys=False)
-    atomic_write_text(target, text, inputs=tuple(paths))
     from estimator.efficiency import calibration
 
-    calibration.cache_clear()
+    from .family_cases import all_cases
+    from .family_engines import fit_family_engines
+
+    def write() -> None:
+        text = header + yaml.safe_dump(doc, sort_keys=False)
+        atomic_write_text(target, text, inputs=tuple(paths))
+        calibration.cache_clear()
+
+    write()  # the engines' host times are fitted on top of the GPU times just written
+    from . import shipped_dir
+
+    doc["family_engines"] = fit_family_engines(all_cases()[0])
+    doc["family_engine_inputs"] = [
+        {"file": display_name(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16]}
+        for p in sorted(shipped_dir().glob("nonllm_*.csv"))
+    ]
+    write()
     return doc
 
 
@@ -356,6 +390,7 @@ def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:
             "layer_overhead_us": float(params.layer_overhead_us),
             "step_overhead_ms": float(params.step_overhead_ms),
             "seq_overhead_us": float(params.seq_overhead_us),
+            "prefill_layer_overhead_us": float(params.prefill_layer_overhead_us),
         },
         "fit": info,
     }

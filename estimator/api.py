@@ -88,7 +88,7 @@ def estimate(
     attention_dp: bool = False,
     weights: str | None = None,
     kv: str = "bf16",
-    engine: str | Engine = "vllm",
+    engine: str | Engine | None = None,
     batch: int | str = 1,
     input_tokens: int | None = None,
     output_tokens: int = 256,
@@ -102,7 +102,9 @@ def estimate(
     """Will it fit, and how fast: ``model`` (a preset of any family, or a config.json path)
     on ``gpus`` x ``gpu`` split as asked. ``batch``: sequences per replica, or ``"max"``
     for the largest whose KV cache fits. ``input_tokens`` None: 1,024 (encoders: at most
-    what they read). ``family``: the non-LLM workload options (:class:`FamilyOptions`)."""
+    what they read). ``family``: the non-LLM workload options (:class:`FamilyOptions`).
+    ``engine``: the serving engine (None: vLLM for language models, the family's default
+    for the others that tell engines apart)."""
     m = get_any_model(model, None, presets)
     weights = weights_for(model, weights, presets)
     acc = get_gpu(gpu, presets)
@@ -112,12 +114,21 @@ def estimate(
         opts = FamilyOptions.model_validate(family or {})
         b = _positive_batch(batch, f"--batch must be a positive integer for {m.family} models")
         update = {"batch": b, "kv": kv}
+        name = engine.name if isinstance(engine, Engine) else engine
+        if name is not None:
+            if not fam.engines:
+                raise EstimatorError(
+                    f"{m.family} models have no engine choice (they are timed on the "
+                    "roofline); --engine applies to language and speech models"
+                )
+            update["engine"] = name
         if input_tokens is not None:
             update["input_tokens"] = input_tokens
         e = fam.estimate(m, acc, par, weights, opts.model_copy(update=update))
         e.labels = {"model": m.display_name or m.name, "gpu": acc.display_name}
         return e
     llm = m.llm if fam is not None else m
+    engine = engine if engine is not None else "vllm"
     i = input_tokens or 1024
     vision = None
     if fam is not None:  # images add visual tokens to the prompt and encoder time to prefill

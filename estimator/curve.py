@@ -145,7 +145,7 @@ def curve(
     attention_dp: bool = False,
     weights: str | None = None,
     kv: str = "bf16",
-    engine: str | Engine = "vllm",
+    engine: str | Engine | None = None,
     input_tokens: int = 1024,
     output_tokens: int = 256,
     users: list[int] | None = None,
@@ -166,7 +166,7 @@ def curve(
     acc = get_gpu(gpu, presets)
     par = parallel_for(gpus, tp, pp, ep, attention_dp)
     opts = serving or ServingOptions()
-    ev = Evaluator(lm, acc, par, weights, kv, engine)
+    ev = Evaluator(lm, acc, par, weights, kv, engine if engine is not None else "vllm")
     st = prepare_steps(ev, input_tokens, output_tokens, opts)
     reps = par.replicas
     if st.slots < 1:

@@ -23,6 +23,14 @@ class Efficiency:
     layer_overhead_us: float
     step_overhead_ms: float
     seq_overhead_us: float
+    # per layer of a prefill, which engines run eagerly (a kernel launch per op) where decode
+    # replays captured graphs; None: the decode value
+    prefill_layer_overhead_us: float | None = None
+
+    @property
+    def eager_layer_overhead_us(self) -> float:
+        p = self.prefill_layer_overhead_us
+        return self.layer_overhead_us if p is None else p
 
 
 @dataclass(frozen=True)
@@ -64,3 +72,27 @@ def efficiency_for(family: str, precision: str | None = None) -> Efficiency:
 
 def link_defaults() -> LinkDefaults:
     return LinkDefaults(**calibration()["links"])
+
+
+@dataclass(frozen=True)
+class EngineHost:
+    """Host time of a non-graph serving engine per decoder layer per decoding step:
+    ``layer_us`` per layer and ``layer_seq_us`` per layer per running sequence (kernel
+    launches and the engine's loop around them, logits processors, beam bookkeeping), fitted
+    per engine by ``planner calibrate`` from that engine's published runs. Per layer because
+    launches are: openai/whisper's README times its 4-decoder-layer turbo ~8x faster than
+    the 32-layer large. Zero for engines with no entry (graph-captured engines, whose
+    per-step costs are the LLM-fitted ones)."""
+
+    layer_us: float = 0.0
+    layer_seq_us: float = 0.0
+    rows: int = 0
+
+
+def engine_host(family: str, engine: str) -> EngineHost:
+    entry = ((calibration().get("family_engines") or {}).get(family) or {}).get(engine)
+    if not entry:
+        return EngineHost()
+    return EngineHost(
+        float(entry["layer_us"]), float(entry["layer_seq_us"]), int(entry.get("rows", 0))
+    )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .errors import EstimatorError
+from .errors import EstimatorError, closest
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,12 @@ def engine(spec: str | Engine) -> Engine:
     try:
         return ENGINES[spec.lower()]
     except KeyError:
-        raise EstimatorError(f"unknown engine '{spec}'; use one of {', '.join(ENGINES)}") from None
+        near = closest(spec, list(ENGINES))
+        hint = f" Did you mean: {', '.join(near)}?" if near else ""
+        raise EstimatorError(
+            f"unknown engine '{spec}' for a language model.{hint} Language-model engines: "
+            f"{', '.join(ENGINES)}"
+        ) from None
 
 
 # The engine knobs users set, with the bounds the CLI, the scenario schema and configure()

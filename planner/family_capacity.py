@@ -82,7 +82,9 @@ def batch_scan(
 
 def speech_capacity(model: Any, w: Any, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
     try:
-        streams, b = asr_streams_per_replica(model, gpu, par, w.weights, w.max_rtf, w.beam)
+        streams, b = asr_streams_per_replica(
+            model, gpu, par, w.weights, w.max_rtf, w.beam, engine=w.engine
+        )
     except EstimatorError as e:
         return refused(str(e))
     return FamilyCapacity(streams, b, float("nan"), "rtf", {"batch": b})

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from estimator.families import FamilyOptions
-from estimator.families.asr import ASR_ENGINE_NOTE
+from estimator.families.asr import engine_note
 
 from . import demand
 from .family_capacity import batch_scan, robot_capacity, speech_capacity
@@ -36,7 +36,7 @@ class WorkloadKind:
     capacity: Callable[..., Any] | None = None  # None: the language-model path (seats)
     limit_key: str | None = None  # the workload's time limit, named when nothing meets it
     too_slow: str | None = None  # message when nothing keeps up (format keys: w, label, s)
-    note: str | None = None  # said once in every plan with this kind
+    note: Callable[[Any], str] | None = None  # said once per workload of this kind
 
     @property
     def language_model(self) -> bool:
@@ -66,7 +66,7 @@ KINDS: dict[str, WorkloadKind] = {
         demand.speech_streams,
         speech_capacity,
         "max_rtf",
-        note=ASR_ENGINE_NOTE,
+        note=lambda w: f"workload '{w.name}': {engine_note(w.engine)}",
     ),
     "world_model": WorkloadKind(
         WorldModelWorkload,

@@ -126,9 +126,9 @@ class SearchSpace:
                 note = self.models[w.name].context_note(w.input_tokens + w.output_tokens)
                 if note:
                     self.notes.append(f"workload '{w.name}': {note}")
-        for k in dict.fromkeys(w.kind for w in sc.workloads):
-            if KINDS[k].note:
-                self.notes.append(KINDS[k].note)
+        for w in sc.workloads:
+            if KINDS[w.kind].note:
+                self.notes.append(KINDS[w.kind].note(w))
         self.options: list[_Option] = []
         self._op_cache: dict[tuple, object] = {}
         self.excluded: dict[str, list[tuple[str, str]]] = {}

@@ -9,6 +9,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from ..efficiency import EngineHost, engine_host
+from ..errors import EstimatorError, closest
 from ..formats import kv_format, weight_format
 from ..hardware import Accelerator
 from ..parallel import Parallel
@@ -25,14 +27,35 @@ from .base import (
 )
 from .registry import Family, FamilyPreset, register
 
-# Whisper is timed as an optimised engine would run it (fused kernels, no per-token host
-# cost). Published HF-pipeline and faster-whisper runs are 6-20x slower than that
-# (validation/nonllm_measured_extra.csv), so the estimate says which engine it assumes.
-ASR_ENGINE_NOTE = (
-    "Whisper speed assumes an optimised engine (TensorRT-LLM class: fused kernels, CUDA "
-    "graphs, no per-token Python); published HF Transformers pipeline and faster-whisper "
-    "runs measure 6-20x slower (docs/VALIDATION.md, 'Other model families')"
-)
+# The engine decides Whisper's speed more than the GPU does: published runs of the eager
+# engines are host-bound, 5-20x slower than the GPU's roofline (docs/VALIDATION.md, 'Other
+# model families'), so each engine adds the host time per decoding step that
+# `planner calibrate` fits from its published runs (estimator/calibration.yaml,
+# family_engines.asr). Graph-captured engines have no entry: the LLM-fitted per-step costs.
+ASR_ENGINES: dict[str, str] = {
+    "faster-whisper": "faster-whisper (CTranslate2; also under WhisperX and speaches)",
+    "transformers": "Hugging Face transformers pipeline (eager PyTorch, Python generate loop)",
+    "openai-whisper": "the openai/whisper reference package (eager PyTorch)",
+    "vllm": "vLLM (CUDA-graph decode; no published Whisper run: the LLM engines' step costs)",
+    "trtllm": "TensorRT-LLM (fused kernels and graphs; the LLM engines' step costs)",
+}
+# the engines whose host loop bounds them: each has its host time fitted from its published runs
+HOST_FITTED = ("faster-whisper", "transformers", "openai-whisper")
+# the default is what most self-hosted transcription servers run (WhisperX and speaches
+# build on it), and the engine with the most published runs
+DEFAULT_ASR_ENGINE = "faster-whisper"
+
+
+def asr_engine(name: str | None) -> str:
+    """A speech engine's name, checked (None: the default)."""
+    n = (name or DEFAULT_ASR_ENGINE).lower()
+    if n not in ASR_ENGINES:
+        near = closest(n, list(ASR_ENGINES))
+        hint = f" Did you mean: {', '.join(near)}?" if near else ""
+        raise EstimatorError(
+            f"unknown speech engine '{name}'.{hint} Speech engines: {', '.join(ASR_ENGINES)}"
+        )
+    return n
 
 
 class AsrModel(BaseModel):
@@ -93,8 +116,19 @@ def build_whisper(p: FamilyPreset) -> AsrModel:
     )
 
 
-def asr_times(model: AsrModel, mc: Machine, wb: float, kvb: float, streams, beam: int, tokens: int):
-    """(encoder seconds, decoder seconds) for one 30 s window of ``streams`` streams."""
+def asr_times(
+    model: AsrModel,
+    mc: Machine,
+    wb: float,
+    kvb: float,
+    streams,
+    beam: int,
+    tokens: int,
+    host: EngineHost | None = None,
+):
+    """(encoder pass, decoder step, decoder seconds, engine host seconds) for one 30 s window
+    of ``streams`` streams. The engine's host time per step is added to the GPU's, not
+    overlapped: these engines synchronise every step (stopping checks, beam bookkeeping)."""
     enc, dec = model.encoder, model.decoder
     frames = model.source_positions
     streams = np.asarray(streams, float)
@@ -122,7 +156,9 @@ def asr_times(model: AsrModel, mc: Machine, wb: float, kvb: float, streams, beam
         memory_tokens=frames,
         extra_bytes=(streams * cross_kv + seqs * self_kv) / mc.tp,
     )
-    return t_enc, step, tokens * step.total
+    h = host or EngineHost()
+    t_host = tokens * dec.layers * (h.layer_us + seqs * h.layer_seq_us) * 1e-6
+    return t_enc, step, tokens * step.total + t_host, t_host
 
 
 def _memory(model: AsrModel, mc: Machine, wb: float, kvb: float, streams, beam: int, tokens: int):
@@ -150,24 +186,32 @@ def estimate_asr(
     tokens_per_audio_s: float = 3.3,
     kv: str = "bf16",
     max_rtf: float = 0.5,
+    engine: str | None = None,
 ) -> FamilyEstimate:
-    """``batch`` streams transcribed together, window by window (30 s each).
-    ``tokens_per_audio_s``: text tokens per second of speech (~150 words/min at ~1.3 tokens
-    per word); ``streams_per_replica``: real-time streams at ``max_rtf`` or better."""
+    """``batch`` streams transcribed together, window by window (30 s each), by ``engine``
+    (:data:`ASR_ENGINES`). ``tokens_per_audio_s``: text tokens per second of speech (~150
+    words/min at ~1.3 tokens per word); ``streams_per_replica``: real-time streams at
+    ``max_rtf`` or better."""
+    eng = asr_engine(engine)
+    host = engine_host("asr", eng)
     mc = tp_machine(model.name, [model.encoder, model.decoder], gpu, par, weights)
     wb, kvb = weight_format(weights).bytes_per_value, kv_format(kv).bytes_per_value
     windows = int(np.ceil(audio_seconds / model.window_s))
     tokens = max(1, round(tokens_per_audio_s * min(audio_seconds, model.window_s)))
-    t_enc, step, t_dec = asr_times(model, mc, wb, kvb, batch, beam, tokens)
+    t_enc, step, t_dec, t_host = asr_times(model, mc, wb, kvb, batch, beam, tokens, host)
     per_window = float(t_enc.total + t_dec)
     mem = _memory(model, mc, wb, kvb, batch, beam, tokens)
     total = windows * per_window
     streams, _ = asr_streams_per_replica(
-        model, gpu, par, weights, max_rtf, beam, tokens_per_audio_s, kv
+        model, gpu, par, weights, max_rtf, beam, tokens_per_audio_s, kv, engine=eng
     )
     metrics = {
+        "engine": eng,
         "encoder_s": windows * float(t_enc.total),
         "decoder_s": windows * float(t_dec),
+        "host_s": windows * float(t_host),
+        "decoder_steps": windows * tokens,
+        "decoder_layers": model.decoder.layers,
         "s_per_batch": total,
         "rtf": total / audio_seconds,
         "audio_s_per_s": batch * audio_seconds / total,
@@ -178,9 +222,28 @@ def estimate_asr(
         "streams_per_replica": streams,
         "max_rtf": max_rtf,
     }
-    est = result(model, "asr", mc, weights, mem, str(step.bottleneck()), metrics)
-    est.notes.append(ASR_ENGINE_NOTE)
+    # the engine's host loop is the bottleneck when it outlasts the GPU's step
+    neck = "host" if float(t_host) > tokens * float(step.total) else str(step.bottleneck())
+    est = result(model, "asr", mc, weights, mem, neck, metrics)
+    est.notes.append(engine_note(eng))
     return est
+
+
+def engine_note(engine: str | None) -> str:
+    """What a speech estimate assumes of its engine, and where its host time comes from."""
+    eng = asr_engine(engine)
+    host = engine_host("asr", eng)
+    if host.rows:
+        return (
+            f"engine {eng}: {ASR_ENGINES[eng]}; its host time per decoder layer per step "
+            f"({host.layer_us:.0f} us + {host.layer_seq_us:.1f} us per sequence) is fitted "
+            f"on {host.rows} published runs (docs/VALIDATION.md)"
+        )
+    return (
+        f"engine {eng}: {ASR_ENGINES[eng]}; no engine-specific host time fitted (no "
+        "published run), so this is as fast as the GPU allows: eager engines measure 5-20x "
+        "slower (docs/VALIDATION.md)"
+    )
 
 
 def asr_streams_per_replica(
@@ -193,15 +256,17 @@ def asr_streams_per_replica(
     tokens_per_audio_s: float = 3.3,
     kv: str = "bf16",
     limit: int = 4096,
+    engine: str | None = None,
 ) -> tuple[int, int]:
     """Real-time streams one replica sustains: the most audio-seconds per second at a batch
     whose per-window latency keeps each stream at or under ``max_rtf``, and fits memory.
     Returns (streams, batch)."""
+    host = engine_host("asr", asr_engine(engine))
     mc = tp_machine(model.name, [model.encoder, model.decoder], gpu, par, weights)
     wb, kvb = weight_format(weights).bytes_per_value, kv_format(kv).bytes_per_value
     tokens = max(1, round(tokens_per_audio_s * model.window_s))
     b = np.unique(np.round(np.geomspace(1, limit, 64)))
-    t_enc, _, t_dec = asr_times(model, mc, wb, kvb, b, beam, tokens)
+    t_enc, _, t_dec, _ = asr_times(model, mc, wb, kvb, b, beam, tokens, host)
     t = np.asarray(t_enc.total + t_dec, float)
     _, fits, _ = _memory(model, mc, wb, kvb, b, beam, tokens)
     ok = fits & (t <= max_rtf * model.window_s)
@@ -216,8 +281,17 @@ def _estimate(
     model: AsrModel, gpu: Accelerator, par: Parallel, weights: str, o: FamilyOptions
 ) -> FamilyEstimate:
     return estimate_asr(
-        model, gpu, par, weights, o.batch, o.audio_seconds, o.beam, kv=o.kv, max_rtf=o.max_rtf
+        model,
+        gpu,
+        par,
+        weights,
+        o.batch,
+        o.audio_seconds,
+        o.beam,
+        kv=o.kv,
+        max_rtf=o.max_rtf,
+        engine=o.engine,
     )
 
 
-register(Family("asr", build_whisper, _estimate))
+register(Family("asr", build_whisper, _estimate, engines=tuple(ASR_ENGINES)))

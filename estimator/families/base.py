@@ -34,6 +34,7 @@ class FamilyOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     batch: int = 1
+    engine: str | None = None  # the family's serving engine (None: its default)
     input_tokens: int | None = None  # encoders: tokens per document (pair)
     kv: str = "bf16"
     audio_seconds: float = 30.0  # speech: audio per request

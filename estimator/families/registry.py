@@ -42,12 +42,15 @@ class Family:
     """One model family: ``build(preset) -> model``; ``estimate(model, gpu, parallel,
     weights, FamilyOptions) -> FamilyEstimate``. ``language_model``: the family serves
     requests as an LLM with extra prompt work (vision-language models), so it is estimated
-    by the language-model path with ``model.llm``."""
+    by the language-model path with ``model.llm``. ``engines``: the serving engines its
+    estimate tells apart (``FamilyOptions.engine``; the first is the default), empty when the
+    family is timed on the roofline alone."""
 
     name: str
     build: Callable[[FamilyPreset], Any]
     estimate: Callable[..., Any] | None = None
     language_model: bool = False
+    engines: tuple[str, ...] = ()
 
 
 FAMILIES: dict[str, Family] = {}
@@ -56,6 +59,11 @@ FAMILIES: dict[str, Family] = {}
 def register(family: Family) -> Family:
     FAMILIES[family.name] = family
     return family
+
+
+def family_engines() -> list[str]:
+    """Every engine some family tells apart, in registry order."""
+    return list(dict.fromkeys(e for f in FAMILIES.values() for e in f.engines))
 
 
 def family_of(model: Any) -> Family | None:

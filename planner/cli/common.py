@@ -13,6 +13,7 @@ import click
 
 from estimator import EstimatorError
 from estimator.engines import ENGINES, KNOBS
+from estimator.families import family_engines
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 
 EXIT_INFEASIBLE, EXIT_BAD_INPUT = 1, 2
@@ -110,10 +111,10 @@ _REPLICA_OPTIONS = [
     ),
     click.option(
         "--engine",
-        type=click.Choice(list(ENGINES)),
-        default="vllm",
-        show_default=True,
-        help="Memory policy of the serving engine.",
+        type=click.Choice(list(dict.fromkeys([*ENGINES, *family_engines()]))),
+        default=None,
+        help="The serving engine: its memory policy for language models, its per-step host "
+        "time for speech [default: vllm; faster-whisper for speech models].",
     ),
     click.option(
         "--gpu-memory-utilization",

@@ -9,6 +9,7 @@ import click
 import estimator
 from estimator import EstimatorError, FamilyOptions
 from estimator.api import parse_resolution
+from estimator.engines import ENGINES, KNOBS, Engine
 from estimator.engines import configure as configure_engine
 
 from ..render.curve import curve_text
@@ -47,14 +48,20 @@ def _split(kw: dict) -> dict:
         attention_dp=kw.pop("attention_dp"),
         weights=kw.pop("weights"),
         kv=kw.pop("kv"),
-        engine=configure_engine(
-            kw.pop("engine"),
-            gpu_memory_utilization=kw.pop("gpu_memory_utilization"),
-            max_num_seqs=kw.pop("max_num_seqs"),
-            max_num_batched_tokens=kw.pop("max_num_batched_tokens"),
-            max_model_len=kw.pop("max_model_len"),
-        ),
+        engine=_engine(kw),
     )
+
+
+def _engine(kw: dict) -> str | Engine | None:
+    """The engine asked for: a language-model engine with its knobs, a family's engine by
+    name, or None (each model's default)."""
+    name = kw.pop("engine")
+    knobs = {k: kw.pop(k) for k in KNOBS}
+    if name is not None and name not in ENGINES:
+        return name  # a family's engine (speech): the knobs are language-model memory policy
+    if name is None and all(v is None for v in knobs.values()):
+        return None
+    return configure_engine(name or "vllm", **knobs)
 
 
 def _serving(kw: dict) -> dict:
