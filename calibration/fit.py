@@ -27,13 +27,7 @@ from . import display_name
 from .cases import Case, Parts, load_rows, prepare
 
 # ---- the parameter vector ---------------------------------------------------------------
-GLOBAL = (
-    "collective_base_us",
-    "layer_overhead_us",
-    "step_overhead_ms",
-    "seq_overhead_us",
-    "prefill_layer_overhead_us",
-)
+GLOBAL = ("collective_base_us", "layer_overhead_us", "step_overhead_ms", "seq_overhead_us")
 
 
 @dataclass
@@ -43,7 +37,6 @@ class Params:
     layer_overhead_us: float
     step_overhead_ms: float
     seq_overhead_us: float
-    prefill_layer_overhead_us: float
 
     def eff(self, family: str) -> tuple[float, float]:
         return self.families.get(family, self.families.get("default", (0.8, 0.6)))
@@ -61,7 +54,6 @@ def current_params(families: list[str]) -> Params:
         e.layer_overhead_us,
         e.step_overhead_ms,
         e.seq_overhead_us,
-        e.eager_layer_overhead_us,
     )
 
 
@@ -94,8 +86,7 @@ class Batch:
         )
         t_dec = self.dec.time(me, ce, *k)
         s = self.pre.compute / ce + self.pre.comm + self.pre.collectives * k[0]
-        # an idle replica's prefill is launched eagerly: its own per-layer cost
-        s_alone = self.pre.time(me, ce, k[0], p.prefill_layer_overhead_us * 1e-6, *k[2:])
+        s_alone = self.pre.time(me, ce, *k)
         out = np.empty(len(self.cases))
         for i in range(len(self.cases)):
             osl = int(self.osl[i])
@@ -163,10 +154,9 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
         k = nd + 2 * len(fams)
         return Params(d, *x[k : k + len(GLOBAL)])
 
-    # the eager per-layer cost's bound: a few dozen launches of ~5-10 us per layer
-    x0 = [0.8, 0.6] * (len(fams) + nd // 2) + [6.6, 4.0, 1.0, 2.0, 60.0]
-    lo = [0.2, 0.1] * (len(fams) + nd // 2) + [0.0, 0.0, 0.0, 0.0, 0.0]
-    hi = [1.0, 1.0] * (len(fams) + nd // 2) + [50.0, 200.0, 20.0, 50.0, 500.0]
+    x0 = [0.8, 0.6] * (len(fams) + nd // 2) + [6.6, 4.0, 1.0, 2.0]
+    lo = [0.2, 0.1] * (len(fams) + nd // 2) + [0.0, 0.0, 0.0, 0.0]
+    hi = [1.0, 1.0] * (len(fams) + nd // 2) + [50.0, 200.0, 20.0, 50.0]
 
     def resid(x):
         r = np.log(batch.predict(unpack(x)) / batch.measured)
@@ -291,7 +281,6 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
             "layer_overhead_us": r4(params.layer_overhead_us),
             "step_overhead_ms": r4(params.step_overhead_ms),
             "seq_overhead_us": r4(params.seq_overhead_us),
-            "prefill_layer_overhead_us": r4(params.prefill_layer_overhead_us),
         },
         "families": fams,
         "links": {"nic_latency_us": 8.0},
@@ -315,9 +304,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# memory/compute: achieved share of peak HBM bandwidth / dense FLOPS.\n"
         "# collective_base_us: fixed start-up latency per collective; layer_overhead_us: fixed\n"
         "# cost per layer per step (kernel launches and gaps); step_overhead_ms: per engine step;\n"
-        "# seq_overhead_us: host work per running sequence per step (sampling, scheduling);\n"
-        "# prefill_layer_overhead_us: per layer of an idle replica's prefill (launched eagerly,\n"
-        "# where decode replays captured graphs).\n"
+        "# seq_overhead_us: host work per running sequence per step (sampling, scheduling).\n"
         "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
         "# family_engines: host time per decoder layer per decoding step (layer_us) and per\n"
         "# running sequence (layer_seq_us) of the eager speech engines, fitted on their runs\n"
@@ -390,7 +377,6 @@ def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:
             "layer_overhead_us": float(params.layer_overhead_us),
             "step_overhead_ms": float(params.step_overhead_ms),
             "seq_overhead_us": float(params.seq_overhead_us),
-            "prefill_layer_overhead_us": float(params.prefill_layer_overhead_us),
         },
         "fit": info,
     }

@@ -25,7 +25,6 @@ def efficiency_of(params, family: str) -> Efficiency:
         layer_overhead_us=params.layer_overhead_us,
         step_overhead_ms=params.step_overhead_ms,
         seq_overhead_us=params.seq_overhead_us,
-        prefill_layer_overhead_us=params.prefill_layer_overhead_us,
     )
 
 

@@ -23,14 +23,6 @@ class Efficiency:
     layer_overhead_us: float
     step_overhead_ms: float
     seq_overhead_us: float
-    # per layer of a prefill, which engines run eagerly (a kernel launch per op) where decode
-    # replays captured graphs; None: the decode value
-    prefill_layer_overhead_us: float | None = None
-
-    @property
-    def eager_layer_overhead_us(self) -> float:
-        p = self.prefill_layer_overhead_us
-        return self.layer_overhead_us if p is None else p
 
 
 @dataclass(frozen=True)

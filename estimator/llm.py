@@ -275,11 +275,9 @@ class Evaluator:
         mm = tokens * self.matmul_flops_token / self.gpus
         at = b * (m.attention_flops_prefill(n) + n * m.ssm_flops_per_token()) / self.gpus
         # pipeline fill: the prompts stream through the stages, one prompt crosses them all
-        return self._step(stage_bytes, mm, at, tokens, b, (b + self.pp - 1) / b, eager=True)
+        return self._step(stage_bytes, mm, at, tokens, b, passes=(b + self.pp - 1) / b)
 
-    def _step(
-        self, stage_bytes, mm_flops, attn_flops, tokens, seqs, passes, eager: bool = False
-    ) -> StepTimes:
+    def _step(self, stage_bytes, mm_flops, attn_flops, tokens, seqs, passes) -> StepTimes:
         return self.machine.step(
             stage_bytes,
             mm_flops,
@@ -288,7 +286,6 @@ class Evaluator:
             self.layers_per_stage,
             seqs,
             passes,
-            eager,
         )
 
 

@@ -85,23 +85,13 @@ class Machine:
         return comm.p2p(self.gpu, self.gpus, msg, self.eff)
 
     def step(
-        self,
-        stage_bytes,
-        mm_flops,
-        attn_flops,
-        comm_s,
-        layers: float,
-        seqs,
-        passes,
-        eager: bool = False,
+        self, stage_bytes, mm_flops, attn_flops, comm_s, layers: float, seqs, passes
     ) -> StepTimes:
         """One stage's roofline plus collectives and per-layer overhead, times the stage
-        passes, plus the host's per-step and per-sequence work. ``eager``: a step the engine
-        launches kernel by kernel (prefill), not from a captured graph (decode)."""
+        passes, plus the host's per-step and per-sequence work."""
         t_mem = stage_bytes / self.bw
         t_cmp = mm_flops / self.peak + attn_flops / self.peak_attn
-        per_layer = self.eff.eager_layer_overhead_us if eager else self.eff.layer_overhead_us
-        over = layers * per_layer * 1e-6
+        over = layers * self.eff.layer_overhead_us * 1e-6
         stage = np.maximum(t_mem, t_cmp) + comm_s + over
         host = self.eff.step_overhead_ms * 1e-3 + seqs * self.eff.seq_overhead_us * 1e-6
         return StepTimes(
