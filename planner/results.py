@@ -165,29 +165,77 @@ class Comparison:
 
 
 @dataclass
+class SweepPoint:
+    """One point of a sweep: its overrides (and draws), its ranked CSV rows, and the solve's
+    JSON (None for a point read back from a resumed CSV)."""
+
+    index: int
+    point: dict
+    rows: list[dict]
+    result: dict | None
+
+    @property
+    def feasible(self) -> bool:
+        return any(r.get("rank") not in (None, "") for r in self.rows)
+
+    def first(self) -> dict:
+        return self.rows[0] if self.rows else {}
+
+
+@dataclass
 class Sweep:
-    """One solve per combination of the swept values (``planner sweep``)."""
+    """One solve per point of a sweep (``planner sweep``): per combination of the swept
+    values, and with ``samples`` per draw of the uncertain inputs."""
 
     keys: list[str]
-    results: list[tuple[dict, PlanResult]]
+    points: list[SweepPoint]
+    fields: list[str] = field(default_factory=list)
+    samples: int = 0
 
-    def to_dict(self) -> list[dict]:
-        return [{"set": c, **result_json(r)} for c, r in self.results]
+    @property
+    def results(self) -> list[tuple[dict, dict | None]]:
+        return [(p.point, p.result) for p in self.points]
+
+    def to_dict(self) -> list[dict] | dict:
+        pts = [p.result or {"set": p.point, "resumed": True, "rows": p.rows} for p in self.points]
+        return {"points": pts, "distribution": self.distribution()} if self.samples else pts
 
     def rows(self) -> list[dict]:
-        rows = []
-        for c, r in self.results:
-            rows += ranked_rows(r, dict(c))
-        return rows
+        return [r for p in self.points for r in p.rows]
 
     def to_frame(self) -> Any:
         import pandas as pd
 
-        return pd.DataFrame(self.rows())
+        return pd.DataFrame(self.rows(), columns=self.fields or None)
 
     @property
     def feasible(self) -> bool:
-        return any(r.feasible for _, r in self.results)
+        return any(p.feasible for p in self.points)
+
+    def distribution(self) -> list[dict]:
+        """Per combination of the swept values, over its samples: the share with a feasible
+        plan and the p10/p50/p90 of the recommended fleet's GPUs and cost."""
+        import numpy as np
+
+        swept = [k for k in self.keys if k != "sample" and not self._drawn(k)]
+        groups: dict[tuple, list[SweepPoint]] = {}
+        for p in self.points:
+            groups.setdefault(tuple(p.point.get(k) for k in swept), []).append(p)
+        out = []
+        for combo, pts in groups.items():
+            ok = [p.first() for p in pts if p.feasible]
+            row = dict(zip(swept, combo, strict=True))
+            row |= {"samples": len(pts), "feasible_share": len(ok) / len(pts)}
+            for key, name in (("plan_total_gpus", "gpus"), ("plan_cost_usd", "cost_usd")):
+                v = np.array([float(r[key]) for r in ok], float)
+                for q in (10, 50, 90):
+                    row[f"{name}_p{q}"] = float(np.percentile(v, q)) if v.size else None
+            out.append(row)
+        return out
+
+    def _drawn(self, key: str) -> bool:
+        i = self.keys.index("sample") if "sample" in self.keys else len(self.keys)
+        return self.keys.index(key) > i
 
 
 # ---- JSON ---------------------------------------------------------------------------
@@ -339,6 +387,42 @@ def plan_rows(p: Plan, rank: int, extra: dict | None = None) -> list[dict]:
 
 def _r(x, digits: int = 2):
     return None if x is None else round(x, digits)
+
+
+# the columns of a ranked CSV row, in order (an infeasible solve fills rank, fleet and note)
+PLAN_ROW_FIELDS = [
+    "rank",
+    "fleet",
+    "order",
+    "workload",
+    "model",
+    "weights",
+    "gpu",
+    "vendor",
+    "replicas",
+    "gpus_per_replica",
+    "gpus",
+    "tp",
+    "pp",
+    "ep",
+    "attention_dp",
+    "seats_needed",
+    "seats_served",
+    "plan_total_gpus",
+    "plan_cost_usd",
+    "plan_cost_per_year_usd",
+    "usd_per_million_output_tokens",
+    "ttft_s",
+    "ttft_target_s",
+    "ttft_headroom_pct",
+    "tokens_per_s",
+    "tokens_per_s_target",
+    "tokens_per_s_headroom_pct",
+    "seats_headroom_pct",
+    "unit",
+    "bottleneck",
+    "note",
+]
 
 
 def ranked_rows(r: PlanResult, extra: dict | None = None) -> list[dict]:

@@ -18,6 +18,7 @@ from pydantic import (
 
 from .errors import ScenarioError
 from .kinds import KINDS
+from .uncertain import find_distributions
 from .workloads import STRICT
 from .yaml_input import load_yaml
 
@@ -151,6 +152,14 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
         raise ScenarioError(f"{p}: a scenario must be a mapping with at least 'workloads'")
     if overrides:
         data = apply_overrides(data, overrides, p)
+    dists = find_distributions(data)
+    if dists:
+        keys = ", ".join(dists)
+        raise ScenarioError(
+            f"{p}: {keys} {'is a distribution' if len(dists) == 1 else 'are distributions'}: "
+            f"a plan is sized on numbers; `planner sweep {p} --samples K` draws from "
+            f"{'it' if len(dists) == 1 else 'them'}"
+        )
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:

@@ -1,15 +1,27 @@
-"""What-if sweeps: rerun the solve for every combination of overridden scenario values."""
+"""What-if sweeps: rerun the solve for every combination of overridden scenario values (and,
+with ``samples``, for draws of the scenario's uncertain inputs), on this process, on local
+cores (joblib) or on a Dask cluster. Every point is solved alone from its inputs, so its
+rows are the same whichever backend ran it; rows stream into a partial CSV as points finish,
+and an interrupted sweep resumes from it."""
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import math
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import ScenarioError
-from .results import Sweep
+from .results import PLAN_ROW_FIELDS, Sweep, SweepPoint, ranked_rows, result_json
 from .scenario import load_scenario
 from .solve import plan_scenario
+from .uncertain import draw_all, find_distributions
+from .yaml_input import load_yaml
 
 
 def parse_value(text: str):
@@ -40,7 +52,8 @@ def parse_sets(sets: tuple[str, ...]) -> list[tuple[str, list]]:
     return out
 
 
-MAX_COMBINATIONS = 1000  # solves in one sweep (each is a full solve)
+MAX_COMBINATIONS = 1000  # combinations in one sweep (each is a full solve)
+MAX_POINTS = 100_000  # combinations x samples
 
 
 def sweep_combinations(sets: list[tuple[str, list]]) -> list[dict]:
@@ -55,18 +68,234 @@ def sweep_combinations(sets: list[tuple[str, list]]) -> list[dict]:
     ]
 
 
+def sweep_points(
+    scenario: str | Path, sets: list[tuple[str, list]], samples: int = 0, seed: int = 0
+) -> tuple[list[str], list[dict]]:
+    """(column keys, every point's overrides): each combination of ``sets``, and with
+    ``samples`` each of ``samples`` draws of the scenario's distributions per combination.
+    Every point is validated here, so bad input stops the sweep before any solve."""
+    combos = sweep_combinations(sets) if sets else [{}]
+    keys = [k for k, _ in sets]
+    if samples:
+        _, data = load_yaml(Path(scenario))
+        dists = find_distributions(data)
+        if not dists:
+            raise ScenarioError(
+                f"{scenario}: --samples needs uncertain inputs: give a number as a "
+                "distribution, e.g. users: {dist: lognormal, median: 2000, sigma: 0.4}"
+            )
+        if len(combos) * samples > MAX_POINTS:
+            raise ScenarioError(
+                f"{len(combos):,} combinations x {samples:,} samples: at most {MAX_POINTS:,}"
+            )
+        # a swept key fixes its value: it is not drawn
+        drawn = [k for k in sorted(dists) if k not in keys]
+        keys += ["sample", *drawn]
+        points = []
+        for c in combos:
+            for k in range(samples):
+                d = draw_all(dists, seed, k)
+                points.append({**c, "sample": k, **{x: d[x] for x in drawn}})
+    else:
+        points = combos
+    for pt in points:
+        load_scenario(scenario, overrides=_overrides(pt))
+    return keys, points
+
+
+def _overrides(point: dict) -> dict:
+    return {k: v for k, v in point.items() if k != "sample"}
+
+
+def solve_point(scenario: str, index: int, point: dict, presets: tuple[str, ...]) -> SweepPoint:
+    """One point of a sweep, solved from its inputs alone (what every backend runs)."""
+    res = plan_scenario(load_scenario(scenario, overrides=_overrides(point)), presets, top=1)
+    rows = ranked_rows(res, {"point": index, **point})
+    return SweepPoint(index, point, rows, {"set": point, **result_json(res)})
+
+
+class Progress:
+    """done/total, elapsed and time left on a terminal's stderr; silent when piped."""
+
+    def __init__(self, total: int, done: int = 0, stream=None):
+        self.total, self.done, self.t0 = total, done, time.monotonic()
+        self.start_done = done
+        self.stream = stream or sys.stderr
+        self.on = hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def step(self) -> None:
+        self.done += 1
+        if not self.on:
+            return
+        el = time.monotonic() - self.t0
+        rate = (self.done - self.start_done) / el if el > 0 else 0.0
+        left = (self.total - self.done) / rate if rate > 0 else float("nan")
+        self.stream.write(
+            f"\rsweep {self.done}/{self.total} ({100 * self.done / self.total:.0f}%) "
+            f"elapsed {_clock(el)}, left ~{_clock(left)} "
+        )
+        if self.done == self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _clock(s: float) -> str:
+    if s != s:
+        return "?"
+    m, sec = divmod(int(round(s)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+def _run_backend(
+    tasks: list[tuple[int, dict]],
+    solve: Callable[[int, dict], SweepPoint],
+    jobs: int,
+    cluster: str | None,
+    args: tuple,
+) -> Iterator[SweepPoint]:
+    """Points as they finish: in this process, on ``jobs`` local processes (joblib/loky), or
+    on a Dask scheduler (``cluster``: an address, or "local" for a local cluster)."""
+    if cluster:
+        yield from _dask(tasks, cluster, jobs, args)
+    elif jobs > 1 and len(tasks) > 1:
+        from joblib import Parallel, delayed
+
+        run = Parallel(n_jobs=jobs, return_as="generator_unordered")
+        yield from run(delayed(solve_point)(args[0], i, pt, args[1]) for i, pt in tasks)
+    else:
+        for i, pt in tasks:
+            yield solve(i, pt)
+
+
+def _dask(tasks, cluster: str, jobs: int, args: tuple) -> Iterator[SweepPoint]:
+    from distributed import Client, LocalCluster, as_completed
+
+    local = None
+    try:
+        if cluster == "local":
+            local = LocalCluster(
+                n_workers=max(jobs, 1),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+            )
+            client = Client(local)
+        else:
+            client = Client(cluster, timeout="10s")
+    except OSError as e:
+        raise ScenarioError(f"--cluster {cluster}: cannot reach the Dask scheduler ({e})") from None
+    try:
+        futures = [
+            client.submit(solve_point, args[0], i, pt, args[1], pure=False) for i, pt in tasks
+        ]
+        for fut in as_completed(futures):
+            yield fut.result()
+    finally:
+        client.close()
+        if local is not None:
+            local.close()
+
+
+def _partial(out: Path) -> Path:
+    return out.with_name(out.name + ".partial")
+
+
+def _resume(partial: Path, fields: list[str]) -> dict[int, list[dict]]:
+    """Rows of the points a partial CSV holds whole. Each point's rows are written in one
+    go, ending with a newline; a torn last write drops that point (it is solved again)."""
+    text = partial.read_text()
+    if not text:
+        return {}
+    torn = not text.endswith("\n")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    head = next(csv.reader(io.StringIO(text)), [])
+    if head != fields:
+        raise ScenarioError(
+            f"{partial} is from a different sweep (other columns); delete it or drop --resume"
+        )
+    if torn and rows:
+        last = rows[-1]["point"]
+        rows = [r for r in rows if r["point"] != last]
+    done: dict[int, list[dict]] = {}
+    for r in rows:
+        done.setdefault(int(r["point"]), []).append(r)
+    return done
+
+
+def _csv_text(rows: list[dict], fields: list[str], header: bool) -> str:
+    from estimator.files import csv_safe
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
+    if header:
+        w.writeheader()
+    w.writerows({k: csv_safe(v) for k, v in r.items()} for r in rows)
+    return buf.getvalue()
+
+
 def sweep(
     scenario: str | Path,
-    sets: dict[str, list] | list[tuple[str, list]],
+    sets: dict[str, list] | list[tuple[str, list]] | None = None,
     presets: tuple[str, ...] = (),
+    *,
+    jobs: int = 1,
+    cluster: str | None = None,
+    out: str | Path | None = None,
+    resume: bool = False,
+    samples: int = 0,
+    seed: int = 0,
+    progress: bool = False,
 ) -> Sweep:
     """One solve (the recommendation only) per combination of ``sets`` values, e.g.
-    ``{"workloads.chat.users": [1000, 2000], "budget.max_usd": [2e6, 4e6]}``; keys are the
-    scenario's dotted keys, list items addressed by name."""
-    pairs = list(sets.items()) if isinstance(sets, dict) else list(sets)
-    combos = sweep_combinations(pairs)
-    results = []
-    for combo in combos:
-        sc = load_scenario(scenario, overrides=combo)
-        results.append((combo, plan_scenario(sc, presets, top=1)))
-    return Sweep([k for k, _ in pairs], results)
+    ``{"workloads.chat.users": [1000, 2000], "budget.max_usd": [2e6, 4e6]}`` (dotted scenario
+    keys, list items by name), and with ``samples`` per draw of the scenario's distributions
+    (seeded by ``seed``). ``jobs`` local processes or a Dask ``cluster`` ("local" or an
+    address) run the points; with ``out`` their rows stream into ``out.partial`` and land in
+    ``out`` (atomically, in point order) when all are done; ``resume`` skips the points the
+    partial file already holds."""
+    pairs = list((sets or {}).items()) if isinstance(sets, dict) or sets is None else list(sets)
+    keys, points = sweep_points(scenario, pairs, samples, seed)
+    fields = ["point", *keys, *PLAN_ROW_FIELDS]
+    scenario = str(scenario)
+    done: dict[int, list[dict]] = {}
+    partial = _partial(Path(out)) if out else None
+    if resume:
+        if partial is None:
+            raise ScenarioError("--resume needs --out: the sweep resumes from its CSV")
+        if partial.is_file():
+            done = _resume(partial, fields)
+    todo = [(i, pt) for i, pt in enumerate(points) if i not in done]
+    bar = Progress(len(points), len(points) - len(todo)) if progress else None
+    results: dict[int, SweepPoint] = {
+        i: SweepPoint(i, points[i], rows, None) for i, rows in done.items()
+    }
+    sink = None
+    if partial is not None:
+        keep = _csv_text([r for i in sorted(done) for r in done[i]], fields, header=True)
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        sink = open(partial, "w", newline="")  # noqa: SIM115 - streamed into as points finish
+        sink.write(keep)
+        sink.flush()
+    try:
+        args = (scenario, presets)
+        for pt in _run_backend(
+            todo, lambda i, p: solve_point(scenario, i, p, presets), jobs, cluster, args
+        ):
+            results[pt.index] = pt
+            if sink is not None:
+                sink.write(_csv_text(pt.rows, fields, header=False))
+                sink.flush()
+            if bar:
+                bar.step()
+    finally:
+        if sink is not None:
+            sink.close()
+    sw = Sweep(keys, [results[i] for i in range(len(points))], fields, samples)
+    if out:
+        from estimator.files import atomic_write_text
+
+        text = _csv_text([r for p in sw.points for r in p.rows], fields, header=True)
+        atomic_write_text(out, text, inputs=(scenario,))
+        os.unlink(partial)
+    return sw

@@ -90,24 +90,59 @@ def compare_cmd(ctx, scenario_file, by, fmt, out):
     "--set",
     "sets",
     multiple=True,
-    required=True,
     help="KEY=V1,V2,... (repeatable), e.g. budget.max_usd=2e6,4e6 or "
     "workloads.chat.users=1000,2000",
+)
+@click.option(
+    "--samples",
+    type=click.IntRange(0, 100_000),
+    default=0,
+    help="Monte-Carlo draws of the scenario's distributions (e.g. users: {dist: lognormal, "
+    "median: 2000, sigma: 0.4}) per combination; reports the spread of GPUs and cost.",
+)
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 1024),
+    default=1,
+    show_default=True,
+    help="Local processes solving points in parallel (joblib).",
+)
+@click.option(
+    "--cluster",
+    help="Run the points on a Dask scheduler: tcp://HOST:8786, or 'local' to start a local "
+    "cluster of --jobs workers.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Skip the points OUT.partial already holds (an interrupted sweep with --out).",
 )
 @FORMAT
 @OUT
 @click.pass_context
 @friendly_errors
-def sweep_cmd(ctx, scenario_file, sets, fmt, out):
-    """Rerun the solve for every combination of --set values; one row per combination."""
-    from estimator.files import write_csv
-
+def sweep_cmd(ctx, scenario_file, sets, samples, seed, jobs, cluster, resume, fmt, out):
+    """Rerun the solve for every combination of --set values (and --samples draws); one row
+    per point. With --out, rows stream into OUT.partial as points finish and land in OUT
+    when all are done; a progress bar shows on a terminal."""
     from ..render.plans import sweep_table
     from ..sweep import parse_sets, sweep
 
-    s = sweep(scenario_file, parse_sets(sets), presets_of(ctx))
+    if not sets and not samples:
+        raise click.UsageError("give --set KEY=V1,V2,... and/or --samples K")
+    s = sweep(
+        scenario_file,
+        parse_sets(sets),
+        presets_of(ctx),
+        jobs=jobs,
+        cluster=cluster,
+        out=out,
+        resume=resume,
+        samples=samples,
+        seed=seed,
+        progress=True,
+    )
     click.echo(dump(s.to_dict()) if fmt == "json" else sweep_table(s))
-    if out:
-        write_csv(s.rows(), out, inputs=(scenario_file,))
     if not s.feasible:
         sys.exit(EXIT_INFEASIBLE)

@@ -212,26 +212,54 @@ def compare_table(c: Comparison) -> str:
 
 
 def sweep_table(s: Sweep) -> str:
+    """One line per point (the recommendation), or with samples the distribution per swept
+    combination."""
+    if s.samples:
+        d = s.distribution()
+        swept = [k for k in d[0] if k not in _DIST_COLS] if d else []
+        body = [
+            [
+                *(r[k] for k in swept),
+                r["samples"],
+                f"{100 * r['feasible_share']:.0f}%",
+                *(_num(r[f"gpus_p{q}"], "{:,.0f}") for q in (10, 50, 90)),
+                *(_num(r[f"cost_usd_p{q}"], "${:,.0f}") for q in (10, 50, 90)),
+            ]
+            for r in d
+        ]
+        head = [*swept, "samples", "feasible", "GPUs p10", "p50", "p90", "cost p10", "p50", "p90"]
+        return tabulate(body, headers=head)
     rows = []
-    for c, r in s.results:
-        if r.feasible:
-            p = r.plan
+    for p in s.points:
+        r = p.first()
+        vals = [p.point[k] for k in s.keys]
+        if p.feasible:
+            mtok = r.get("usd_per_million_output_tokens")
             rows.append(
                 [
-                    *(c[k] for k in s.keys),
+                    *vals,
                     "yes",
-                    p.order_label() or p.label(),
-                    p.total_gpus,
-                    f"${p.cost_usd:,.0f}",
-                    per_mtok(p.usd_per_million_tokens),
+                    r.get("order") or r.get("fleet"),
+                    r.get("plan_total_gpus"),
+                    f"${float(r['plan_cost_usd']):,.0f}",
+                    per_mtok(float(mtok) if mtok not in (None, "") else None),
                     "",
                 ]
             )
         else:
-            rows.append([*(c[k] for k in s.keys), "no", "-", "-", "-", "-", r.reason[:90]])
+            rows.append([*vals, "no", "-", "-", "-", "-", str(r.get("note") or "")[:90]])
     return tabulate(
         rows, headers=[*s.keys, "feasible", "fleet", "GPUs", "cost", "$/M tok", "why not"]
     )
+
+
+_DIST_COLS = {"samples", "feasible_share"} | {
+    f"{n}_p{q}" for n in ("gpus", "cost_usd") for q in (10, 50, 90)
+}
+
+
+def _num(v, fmt: str) -> str:
+    return "-" if v is None else fmt.format(v)
 
 
 def launch_text(launches, engine: str) -> str:

@@ -1,0 +1,151 @@
+"""Sweeps: the same rows whatever runs them (this process, local processes, a Dask cluster),
+resuming an interrupted sweep, Monte-Carlo draws of uncertain inputs, and their errors."""
+
+import csv
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import main
+from planner.results import PLAN_ROW_FIELDS, plan_rows
+from planner.sweep import Progress, sweep
+from planner.uncertain import Distribution, draw_all
+
+SCENARIO = """
+name: sweep test
+workloads:
+  - name: chat
+    model: llama-3.1-8b
+    weights: fp8
+    users: {users}
+    hours_per_person: 2
+    utilisation: 0.5
+    input_tokens: 1000
+    output_tokens: 200
+    ttft_s: 2.0
+    tokens_per_s: 20
+fleet:
+  gpus: [h100-sxm, l40s]
+  max_gpus_per_replica: 2
+"""
+SETS = [("workloads.chat.users", [100, 400, 1600]), ("budget.max_usd", [3e5, None])]
+
+
+@pytest.fixture
+def scenario(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text(SCENARIO.format(users=400))
+    return p
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_rows_are_identical_whatever_the_backend(scenario, tmp_path):
+    texts = {}
+    for name, kw in {
+        "serial": {},
+        "joblib": {"jobs": 2},
+        "dask": {"cluster": "local", "jobs": 2},
+    }.items():
+        out = tmp_path / f"{name}.csv"
+        s = sweep(scenario, SETS, out=out, **kw)
+        texts[name] = out.read_text()
+        assert not (tmp_path / f"{name}.csv.partial").exists()
+        assert [p.index for p in s.points] == list(range(6))
+    assert texts["serial"] == texts["joblib"] == texts["dask"]
+    rows = list(csv.DictReader(io.StringIO(texts["serial"])))
+    assert [int(r["point"]) for r in rows] == sorted(int(r["point"]) for r in rows)
+    assert {r["workloads.chat.users"] for r in rows} == {"100", "400", "1600"}
+
+
+def test_an_interrupted_sweep_resumes_to_the_same_csv(scenario, tmp_path):
+    ref = tmp_path / "ref.csv"
+    sweep(scenario, SETS, out=ref)
+    text = ref.read_text()
+    lines = text.splitlines(keepends=True)
+    out = tmp_path / "s.csv"
+    # two whole points, then a write torn in the middle of the third
+    kept = [ln for ln in lines[1:] if ln.split(",")[0] in ("0", "1")]
+    torn = next(ln for ln in lines[1:] if ln.startswith("2,"))[:12]
+    (tmp_path / "s.csv.partial").write_text(lines[0] + "".join(kept) + torn)
+    s = sweep(scenario, SETS, out=out, resume=True)
+    assert out.read_text() == text
+    assert sum(p.result is None for p in s.points) == 2  # read back, not solved again
+    # a partial file of another sweep is refused, not mixed in
+    (tmp_path / "s.csv.partial").write_text("point,other\n0,1\n")
+    r = run("sweep", scenario, "--set", "workloads.chat.users=100", "--out", out, "--resume")
+    assert r.exit_code == 2 and "different sweep" in r.output
+    r = run("sweep", scenario, "--set", "workloads.chat.users=100", "--resume")
+    assert r.exit_code == 2 and "--resume needs --out" in r.output
+
+
+def test_monte_carlo_samples_are_seeded_and_summarised(tmp_path):
+    p = tmp_path / "u.yaml"
+    p.write_text(SCENARIO.format(users="{dist: lognormal, median: 800, sigma: 0.5}"))
+    a = sweep(p, [], samples=8, seed=3)
+    b = sweep(p, [], samples=8, seed=3, jobs=2)
+    c = sweep(p, [], samples=8, seed=4)
+    assert a.rows() == b.rows() and a.rows() != c.rows()
+    drawn = [pt.point["workloads.chat.users"] for pt in a.points]
+    assert len(set(drawn)) == 8 and all(d > 0 for d in drawn)
+    (d,) = a.distribution()
+    assert d["samples"] == 8 and d["feasible_share"] == 1.0
+    assert d["gpus_p10"] <= d["gpus_p50"] <= d["gpus_p90"]
+    assert d["cost_usd_p10"] <= d["cost_usd_p50"] <= d["cost_usd_p90"]
+    # more users never need fewer GPUs: the draws' order is the GPUs' order
+    gpus = {pt.point["workloads.chat.users"]: pt.first()["plan_total_gpus"] for pt in a.points}
+    ordered = [gpus[u] for u in sorted(gpus)]
+    assert ordered == sorted(ordered)
+    r = run("sweep", p, "--samples", "4", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert len(json.loads(r.output)["distribution"]) == 1
+
+
+def test_distributions_are_checked_and_solve_refuses_them(tmp_path):
+    p = tmp_path / "u.yaml"
+    p.write_text(SCENARIO.format(users="{dist: lognormal, median: 800}"))
+    r = run("sweep", p, "--samples", "2")
+    assert r.exit_code == 2 and "workloads.chat.users" in r.output and "sigma" in r.output
+    p.write_text(SCENARIO.format(users="{dist: uniform, low: 100, high: 900}"))
+    r = run("solve", p)
+    assert r.exit_code == 2 and "is a distribution" in r.output and "--samples" in r.output
+    p.write_text(SCENARIO.format(users=400))
+    r = run("sweep", p, "--samples", "2")
+    assert r.exit_code == 2 and "needs uncertain inputs" in r.output
+
+
+def test_draws_follow_their_distribution():
+    d = Distribution(dist="triangular", low=1.0, mode=2.0, high=4.0)
+    x = [draw_all({"k": d}, 0, i)["k"] for i in range(2000)]
+    assert min(x) >= 1.0 and max(x) <= 4.0
+    assert sum(x) / len(x) == pytest.approx(7 / 3, rel=0.03)  # (low + mode + high) / 3
+    r = Distribution(dist="lognormal", median=100.0, sigma=0.5, round=True)
+    v = [draw_all({"k": r}, 1, i)["k"] for i in range(2000)]
+    assert all(isinstance(t, int) for t in v)
+    assert sorted(v)[1000] == pytest.approx(100, rel=0.06)  # the median
+
+
+def test_csv_columns_are_the_plan_rows():
+    import inspect
+
+    src = inspect.getsource(plan_rows)
+    for f in PLAN_ROW_FIELDS:
+        assert f == "note" or f'"{f}"' in src
+
+
+def test_progress_shows_on_a_terminal_only():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        bar = Progress(4, 1, stream=stream)
+        for _ in range(3):
+            bar.step()
+    assert "sweep 4/4 (100%)" in tty.getvalue() and "left" in tty.getvalue()
+    assert pipe.getvalue() == ""
