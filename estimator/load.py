@@ -27,7 +27,7 @@ bisection (see :func:`load_point`):
 
 from __future__ import annotations
 
-import math
+import functools
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -81,29 +81,111 @@ class ServingOptions(BaseModel):
 
 @dataclass
 class Steps:
-    """Everything the load model and the simulator need about one replica and request."""
+    """Everything the load model and the simulator need about one replica and request; or,
+    stacked (:meth:`stack`), about many: then every scalar is an array over the configurations
+    and every table a row of a 2-D array, and :func:`load_point` evaluates them all at once
+    (``config``: each user count's configuration)."""
 
-    slots: int  # most sequences holding KV at once
-    input_tokens: int  # prompt tokens still to prefill (after prefix-cache hits)
-    output_tokens: int
-    chunk: int
-    s_token: float  # marginal prefill seconds per prompt token (rides on a decode iteration)
-    s_alone: float  # prefill of one prompt on an idle replica
-    tokens_per_iter: float  # E
+    slots: Any  # most sequences holding KV at once
+    input_tokens: Any  # prompt tokens still to prefill (after prefix-cache hits)
+    output_tokens: Any
+    chunk: Any
+    s_token: Any  # marginal prefill seconds per prompt token (rides on a decode iteration)
+    s_alone: Any  # prefill of one prompt on an idle replica
+    tokens_per_iter: Any  # E
     iter_table: np.ndarray  # iteration seconds by number of decoding sequences (index 0..slots)
     kv_gb_table: np.ndarray  # per-GPU KV+state GB by sequences holding KV
-    weights_gb: float
-    fixed_gb: float
+    weights_gb: Any
+    fixed_gb: Any
+    config: np.ndarray | None = None  # stacked and aligned: each user count's table row
+
+    @staticmethod
+    def stack(items: list[Steps]) -> Steps:
+        """Many configurations as one (tables padded with their last value: beyond a
+        configuration's slots its table is never read)."""
+        width = max(len(st.iter_table) for st in items)
+
+        def pad(t: np.ndarray) -> np.ndarray:
+            return np.pad(np.asarray(t, float), (0, width - len(t)), mode="edge")
+
+        def col(name: str, dtype=float) -> np.ndarray:
+            return np.array([getattr(st, name) for st in items], dtype)
+
+        return Steps(
+            slots=col("slots", np.int64),
+            input_tokens=col("input_tokens", np.int64),
+            output_tokens=col("output_tokens", np.int64),
+            chunk=col("chunk", np.int64),
+            s_token=col("s_token"),
+            s_alone=col("s_alone"),
+            tokens_per_iter=col("tokens_per_iter"),
+            iter_table=np.stack([pad(st.iter_table) for st in items]),
+            kv_gb_table=np.stack([pad(st.kv_gb_table) for st in items]),
+            weights_gb=col("weights_gb"),
+            fixed_gb=col("fixed_gb"),
+        )
+
+    @functools.cached_property
+    def decode_ratio(self) -> np.ndarray:
+        """Per configuration, the running minimum of ``t_iter(j)/j`` over whole batches
+        ``j >= 1`` (what :func:`decode_batch` searches)."""
+        table = np.atleast_2d(self.iter_table)
+        width = table.shape[1]
+        return np.minimum.accumulate(table[:, 1:] / np.arange(1, width), axis=1)
+
+    @property
+    def stacked(self) -> bool:
+        return np.ndim(self.iter_table) == 2
+
+    def at(self, config) -> Steps:
+        """Each user count's own values (``config``: its configuration, per user count) of a
+        stacked Steps, as arrays aligned with the user counts; a single Steps is itself."""
+        if not self.stacked:
+            return self
+        config = np.asarray(config, np.intp)
+        aligned = Steps(
+            *(getattr(self, f)[config] for f in _SCALARS),
+            iter_table=self.iter_table,
+            kv_gb_table=self.kv_gb_table,
+            weights_gb=self.weights_gb[config],
+            fixed_gb=self.fixed_gb[config],
+            config=config,
+        )
+        aligned.__dict__["decode_ratio"] = self.decode_ratio  # the tables' (computed once)
+        return aligned
 
     def memory_gb(self, in_flight):
         """Per-GPU memory with ``in_flight`` sequences holding KV."""
-        kv = np.interp(in_flight, np.arange(len(self.kv_gb_table)), self.kv_gb_table)
+        kv = _interp(self.kv_gb_table, in_flight, self.config)
         return self.weights_gb + self.fixed_gb + kv
 
     def t_iter(self, b):
         """Iteration seconds at (possibly fractional) decode batch ``b``."""
         b = np.clip(np.asarray(b, float), 0, self.slots)
-        return np.interp(b, np.arange(len(self.iter_table)), self.iter_table)
+        return _interp(self.iter_table, b, self.config)
+
+
+_SCALARS = (
+    "slots",
+    "input_tokens",
+    "output_tokens",
+    "chunk",
+    "s_token",
+    "s_alone",
+    "tokens_per_iter",
+)
+
+
+def _interp(table: np.ndarray, x, rows=None):
+    """The piecewise-linear table (on 0, 1, 2, ...) at ``x``: one table for every ``x``, or
+    table row ``rows[i]`` for ``x[i]`` (np.interp's arithmetic: both give the same numbers)."""
+    if table.ndim == 1:
+        return np.interp(x, np.arange(len(table)), table)
+    x = np.clip(np.asarray(x, float), 0, table.shape[1] - 1)
+    i = np.minimum(np.floor(x).astype(np.intp), max(table.shape[1] - 2, 0))
+    lo = table[rows, i]
+    hi = table[rows, np.minimum(i + 1, table.shape[1] - 1)]
+    return np.where(x == i, lo, (hi - lo) * (x - i) + lo)
 
 
 def prepare_steps(
@@ -171,14 +253,19 @@ class LoadPoint:
     fits: Any  # mean demand for KV slots within what memory holds
     stable: Any
 
+    def take(self, rows) -> LoadPoint:
+        """The points at ``rows`` (an index or slice into the user counts)."""
+        return LoadPoint(**{f: getattr(self, f)[rows] for f in self.__dataclass_fields__})
+
 
 def saturation_rate(steps: Steps) -> float:
     """Most requests per second the replica completes, from GPU time: with every slot
     decoding, each request needs ``(O−1)/E`` iterations of ``t_iter(slots)`` shared by
     ``slots`` sequences, plus its own prefill work ``I·s``."""
     st = steps
-    c, o, e, i_tok = max(st.slots, 1), st.output_tokens, st.tokens_per_iter, st.input_tokens
-    return c / (float(st.t_iter(c)) * (o - 1) / e + c * i_tok * st.s_token)
+    c, o, e, i_tok = np.maximum(st.slots, 1), st.output_tokens, st.tokens_per_iter, st.input_tokens
+    rate = c / (st.t_iter(c) * (o - 1) / e + c * i_tok * st.s_token)
+    return float(rate) if np.ndim(rate) == 0 else rate
 
 
 # Prefill service is near-deterministic (fixed prompt length): by Pollaczek–Khinchine the mean
@@ -195,7 +282,7 @@ def rate_fixed_point(at_rate, x_max: float, n: np.ndarray) -> tuple[np.ndarray, 
     in ``[0, x_max]`` is unique; a bracket keeps it and Illinois (modified regula falsi)
     steps close it superlinearly whatever the curve's shape. Saturated where the users
     would send more than ``x_max``."""
-    top = np.full_like(n, x_max)
+    top = np.broadcast_to(np.asarray(x_max, float), n.shape).copy()
     f_hi = at_rate(top)[0] - top
     saturated = f_hi >= 0
     lo, hi = np.zeros_like(n), top.copy()
@@ -225,15 +312,37 @@ def decode_batch(steps: Steps, k) -> np.ndarray:
     per iteration-second a request brings: ``b = k · t_iter(b)``, Little's law), capped at
     the KV slots. ``t_iter`` is piecewise linear over whole batches, so the least root is
     found exactly, segment by segment; the least root is the one a replica reaches as load
-    ramps up from idle (above it the batch would shrink back to it)."""
+    ramps up from idle (above it the batch would shrink back to it). Its segment ends at the
+    first whole batch ``j`` with ``k·t(j) <= j``, i.e. where the running minimum of
+    ``t(j)/j`` first reaches ``1/k``: a binary search, whatever the table's length."""
     k = np.atleast_1d(np.asarray(k, float))
     table = steps.iter_table
-    h = k[:, None] * table[None, :] - np.arange(len(table))[None, :]  # > 0: the batch grows
-    below = h <= 0
-    j = np.where(below.any(axis=1), below.argmax(axis=1), 0)
-    hj, hprev = h[np.arange(len(k)), j], h[np.arange(len(k)), np.maximum(j - 1, 0)]
-    root = np.where(j > 0, j - 1 + hprev / np.maximum(hprev - hj, 1e-300), 0.0)
-    return np.where(below.any(axis=1), root, float(steps.slots))
+    if table.ndim == 1:
+        table, rows = table[None, :], np.zeros(len(k), np.intp)
+    else:
+        rows = np.broadcast_to(steps.config, k.shape)
+    width = table.shape[1]
+    last = np.minimum(np.maximum(np.asarray(steps.slots, np.intp), 1), width - 1)
+    last = np.broadcast_to(last, k.shape)
+    ratio = steps.decode_ratio
+    with np.errstate(divide="ignore"):
+        thr = np.where(k > 0, 1.0 / k, np.inf)
+    lo, hi = np.ones(k.shape, np.intp), last.copy()
+    found = ratio[rows, last - 1] <= thr
+    while True:  # the least j in [1, last] with ratio(j) <= 1/k (where there is one)
+        open_ = lo < hi
+        if not open_.any():
+            break
+        mid = (lo + hi) // 2
+        ok = ratio[rows, mid - 1] <= thr
+        hi = np.where(open_ & ok, mid, hi)
+        lo = np.where(open_ & ~ok, mid + 1, lo)
+    j = lo
+    hj = k * table[rows, j] - j
+    hprev = k * table[rows, j - 1] - (j - 1)
+    root = j - 1 + hprev / np.maximum(hprev - hj, 1e-300)
+    root = np.where(k > 0, root, 0.0)  # no load: nothing decodes
+    return np.where(found | (k <= 0), root, np.asarray(steps.slots, float))
 
 
 def within_slots(demand, slots):
@@ -247,6 +356,7 @@ def load_point(
     users,
     think_time_s: float = 0.0,
     percentile: float = 90.0,
+    config=None,
 ) -> LoadPoint:
     """Solve the closed-loop model for each user count. At a request rate ``λ`` everything
     follows (decoding batch, iteration time, the waits of the finite-source queues for KV
@@ -255,13 +365,15 @@ def load_point(
     with ``λ`` (more load only lengthens every wait: each queue's wait plus its users' time
     away grows with the time away), so the fixed point is unique (:func:`rate_fixed_point`); at
     the saturation rate the closed-system response-time law ``N = X·(think + TTFT + decode)``
-    sets TTFT, which then grows linearly with users."""
+    sets TTFT, which then grows linearly with users. ``steps`` stacked
+    (:meth:`Steps.stack`): ``config`` gives each user count's configuration, and all are
+    solved together."""
     n = np.atleast_1d(np.asarray(users, float))
-    st = steps
+    st = steps.at(config) if steps.stacked else steps
     o, e, i_tok = st.output_tokens, st.tokens_per_iter, st.input_tokens
-    c = max(st.slots, 1)
+    c = np.maximum(st.slots, 1)
     x_max = saturation_rate(st)
-    n_chunks = math.ceil(i_tok / st.chunk)
+    n_chunks = np.ceil(i_tok / st.chunk)
     s_pf = i_tok * st.s_token
     others = np.maximum(n - 1, 0) / np.maximum(n, 1)  # a request never waits on itself
     prefill_queue, slot_queue = Repairman(n, 1), Repairman(n, c)

@@ -4,7 +4,7 @@ come back after thinking) and the tail of its waiting time."""
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import gammaincc, gammaln
 
 
 class Repairman:
@@ -22,15 +22,18 @@ class Repairman:
     SAMPLES = 800  # sample points per half-window where the sum is smooth
     MAX_COLS = 16384  # terms per population at most (reached only past ~10^6 users)
 
-    def __init__(self, n, c: int):
+    def __init__(self, n, c):
+        """``c``: the servers, one count for every population or one per population."""
         self.all_n = np.atleast_1d(np.asarray(n, float))
-        self.rows = self.all_n > c  # with no more users than servers nobody ever waits
+        all_c = np.broadcast_to(np.asarray(c, float), self.all_n.shape)
+        self.rows = self.all_n > all_c  # with no more users than servers nobody ever waits
         self.n = self.all_n[self.rows]
-        self.c = c
+        self.c = all_c[self.rows]
         self._log_fact_n = gammaln(self.n + 1)
 
     def _window(self, r: np.ndarray):
-        """Sample points ``k`` (rows x columns), their weights, and a validity mask."""
+        """Per population: the first sample point, the stride between samples, and how many
+        samples its window holds."""
         n, c = self.n, self.c
         # the mode: where p_{k+1}/p_k = (N−k)·r / min(k+1, c) falls through 1
         high = n - c / r  # in the queueing region (k >= c)
@@ -51,13 +54,13 @@ class Repairman:
         width = np.minimum(width, self.MAX_COLS / 2 * stride)
         half = np.ceil(width / stride) + 2
         start = np.maximum(0.0, np.floor(mode / stride - half) * stride)
-        cols = int(np.max(np.minimum(2 * half + 1, n // stride + 1)))
-        k = start[:, None] + stride[:, None] * np.arange(cols)[None, :]
-        valid = k <= n[:, None]
-        return np.where(valid, k, 0.0), stride[:, None], valid
+        cols = np.minimum(2 * half + 1, n // stride + 1)
+        return start, stride, cols
 
     def __call__(self, think, hold):
-        """(probability an arrival waits, mean wait), over all the populations given."""
+        """(probability an arrival waits, mean wait), over all the populations given. Rows
+        are summed in blocks of equal width (a power of two at least their window), so a
+        population's numbers never depend on the others computed with it."""
         shape = self.all_n.shape
         pw_all, wq_all = np.zeros(shape), np.zeros(shape)
         if not self.n.size:
@@ -65,24 +68,64 @@ class Repairman:
         h = (np.asarray(hold, float) * np.ones(shape))[self.rows]
         z = (np.asarray(think, float) * np.ones(shape))[self.rows]
         r = np.maximum(h, 1e-30) / np.maximum(z, 1e-30)
-        k, stride, valid = self._window(r)
-        c, n = self.c, self.n[:, None]
+        pw, wq = np.zeros(len(r)), np.zeros(len(r))
+        closed = self._single_server(r, h, z, pw, wq)
+        rest = np.flatnonzero(~closed)
+        if rest.size:
+            start, stride, cols = self._window(r)
+            width = np.maximum(8, 2 ** np.ceil(np.log2(np.maximum(cols[rest], 1))))
+            for w in np.unique(width):
+                sel = rest[width == w]
+                pw[sel], wq[sel] = self._sums(sel, int(w), r[sel], h[sel], start, stride, cols)
+        pw_all[self.rows] = pw
+        wq_all[self.rows] = wq
+        return pw_all, wq_all
+
+    def _single_server(self, r, h, z, pw, wq) -> np.ndarray:
+        """One server and a whole number of users (the prefill queue): in closed form, where
+        it is representable. With ``u = think/hold``, the normaliser is
+        ``Σ_k N!/(N−k)!·r^k = N!·r^N·e^u·Q(N+1, u)`` (Q: the regularised upper incomplete
+        gamma), so the server idles with ``p0`` its inverse; throughput ``(1−p0)/hold``, the
+        users away ``x·think``, the rest at the server, one of them in service (Little's law
+        gives the wait). Fills ``pw``/``wq`` where it applies; returns where."""
+        n = self.n
+        ok = (self.c == 1) & (n == np.round(n))
+        if not ok.any():
+            return ok
+        u = 1.0 / r
+        q = np.where(ok, gammaincc(n + 1, np.where(ok, u, 1.0)), 0.0)
+        ok &= q > 1e-250  # far from saturation Q underflows: the window sums those
+        with np.errstate(divide="ignore", over="ignore"):
+            log_z = self._log_fact_n + n * np.log(r) + u + np.log(np.where(ok, q, 1.0))
+        p0 = np.exp(-np.where(ok, log_z, 0.0))
+        busy = 1.0 - p0
+        x = busy / np.maximum(h, 1e-30)
+        queue = np.maximum(n - x * z - busy, 0.0)
+        pw[ok] = busy[ok]
+        wq[ok] = (queue / np.maximum(x, 1e-30))[ok]
+        return ok
+
+    def _sums(self, sel, width: int, r, h, start, stride, cols):
+        """(P(k >= c), mean wait) of the rows ``sel``, each over its own window."""
+        j = np.arange(width)[None, :]
+        k = start[sel, None] + stride[sel, None] * j
+        c, n = self.c[sel, None], self.n[sel, None]
+        valid = (j < cols[sel, None]) & (k <= n)
+        k = np.where(valid, k, 0.0)
         served = np.minimum(k, c)
         logp = (
-            self._log_fact_n[:, None]
+            self._log_fact_n[sel, None]
             - gammaln(n - k + 1)
             - gammaln(served + 1)
             - np.maximum(k - c, 0) * np.log(c)
             + k * np.log(r)[:, None]
         )
         logp = np.where(valid, logp, -np.inf)
-        p = np.exp(logp - logp.max(axis=1, keepdims=True)) * stride
+        p = np.exp(logp - logp.max(axis=1, keepdims=True)) * stride[sel, None]
         p /= p.sum(axis=1, keepdims=True)
         x = (served * p).sum(axis=1) / np.maximum(h, 1e-30)  # throughput
         wq = (np.maximum(k - c, 0) * p).sum(axis=1) / np.maximum(x, 1e-30)  # Little's law
-        pw_all[self.rows] = (p * (k >= c)).sum(axis=1)
-        wq_all[self.rows] = wq
-        return pw_all, wq_all
+        return (p * (k >= c)).sum(axis=1), wq
 
 
 def tail_wait(pw, w, p: float):

@@ -5,14 +5,17 @@ implement with their own demand unit (images/s, audio streams, docs/s...)."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from estimator import Evaluator
 from estimator.bands import pessimistic_factor
 from estimator.curve import load_curve, users_past_saturation
-from estimator.load import prepare_steps, saturation_rate
+from estimator.load import Steps, load_point, prepare_steps, saturation_rate
 
 from .workloads import LLMWorkload
 
@@ -106,39 +109,144 @@ def _curve(ev: Evaluator, w: LLMWorkload, st, split: tuple[int, int] | None):
     return curve, users_past_saturation(st, think, split)
 
 
+# Capacities and operating points depend only on the replica and the workload's per-request
+# shape and targets, not on its demand (users, hours), budget or prices: a solve that changes
+# only those (a slider, a sweep over users) reuses them. Keyed by every input they read.
+_MEMO: OrderedDict[tuple, Any] = OrderedDict()
+MEMO_MAX = 50_000  # entries kept (least recently used dropped first)
+
+
+def config_key(ev: Evaluator, w: LLMWorkload, split: tuple[int, int] | None) -> tuple:
+    """Everything a replica's capacity and operating points depend on."""
+    ttft, tps = targets(w, ev.gpu)
+    vlm = w.vision_model
+    return (
+        ev.model.model_dump_json(),
+        ev.gpu.model_dump_json(),
+        ev.par.model_dump_json(),
+        ev.wfmt.name,
+        ev.kvfmt.name,
+        ev.engine,
+        ev.machine.eff,
+        w.input_tokens,
+        w.output_tokens,
+        w.ttft_percentile,
+        ttft,
+        tps,
+        w.serving().model_dump_json(),
+        w.images_per_request,
+        w.image_resolution,
+        repr(vlm),  # a dataclass of its config values (None without images)
+        split,
+    )
+
+
+def memo(key: tuple, compute: Callable[[], Any]) -> Any:
+    if key in _MEMO:
+        _MEMO.move_to_end(key)
+        return _MEMO[key]
+    value = compute()
+    _MEMO[key] = value
+    if len(_MEMO) > MEMO_MAX:
+        _MEMO.popitem(last=False)
+    return value
+
+
 def llm_capacity(
     ev: Evaluator, w: LLMWorkload, steps=None, split: tuple[int, int] | None = None
 ) -> Capacity:
+    """Seats one replica (or disaggregated unit) serves within the targets (remembered per
+    :func:`config_key`; see :func:`scan_capacity`)."""
+    return memo(("capacity", *config_key(ev, w, split)), lambda: scan_capacity(ev, w, steps, split))
+
+
+def scan_capacity(
+    ev: Evaluator, w: LLMWorkload, steps=None, split: tuple[int, int] | None = None
+) -> Capacity:
     """Largest number of sessions whose TTFT (at the percentile) and per-user speed meet the
-    targets and whose KV demand fits: a coarse geometric scan up to past saturation, then
-    scans of the bracket between the last count that passes and the first that fails until
-    they are one user apart. ``split``: a disaggregated unit (prefill, decode replicas)."""
+    targets and whose KV demand fits (:func:`_search`). ``split``: a disaggregated unit
+    (prefill, decode replicas)."""
     st = steps or steps_for(ev, w)
     if st.slots < 1:
         return Capacity(0, "memory", float("inf"), 0.0, 0)
     curve, n_hi = _curve(ev, w, st, split)
+    search = _search(w, ev.gpu, st.slots, n_hi)
+    users = next(search)
+    while True:
+        try:
+            users = search.send(curve(users))
+        except StopIteration as done:
+            return done.value
+
+
+def llm_capacities(items: list[tuple[Evaluator, Steps]], w: LLMWorkload) -> list[Capacity]:
+    """:func:`llm_capacity` of many replicas of one workload, their load curves solved
+    together: each search step of every replica is one row block of one stacked
+    :func:`~estimator.load.load_point` call (rows are independent: the same numbers)."""
+    out: list[Capacity | None] = [None] * len(items)
+    keys = [("capacity", *config_key(ev, w, None)) for ev, _ in items]
+    todo = []
+    for i, ((_ev, st), key) in enumerate(zip(items, keys, strict=True)):
+        if key in _MEMO:
+            out[i] = memo(key, lambda: None)
+        elif st.slots < 1:
+            out[i] = memo(key, lambda: Capacity(0, "memory", float("inf"), 0.0, 0))
+        else:
+            todo.append(i)
+    if todo:
+        think = w.serving().think_time_s
+        stacked = Steps.stack([items[i][1] for i in todo])
+        searches = {
+            k: _search(
+                w, items[i][0].gpu, items[i][1].slots, users_past_saturation(items[i][1], think)
+            )
+            for k, i in enumerate(todo)
+        }
+        asks = {k: next(s) for k, s in searches.items()}
+        while asks:
+            order = list(asks)
+            users = np.concatenate([asks[k] for k in order])
+            config = np.concatenate([np.full(len(asks[k]), k) for k in order])
+            lp = load_point(stacked, users, think, w.ttft_percentile, config=config)
+            start, nxt = 0, {}
+            for k in order:
+                part = lp.take(slice(start, start + len(asks[k])))
+                start += len(asks[k])
+                try:
+                    nxt[k] = searches[k].send(part)
+                except StopIteration as done:
+                    out[todo[k]] = memo(keys[todo[k]], lambda v=done.value: v)
+            asks = nxt
+    return out  # type: ignore[return-value]
+
+
+def _search(w: LLMWorkload, gpu, slots: int, n_hi: int):
+    """The capacity search, as a generator: it yields the user counts it needs evaluated and
+    is sent their load points; it returns the Capacity. A coarse geometric scan up to past
+    saturation, then scans of the bracket between the last count that passes and the first
+    that fails until they are one user apart."""
     grid = np.unique(np.round(np.geomspace(1, n_hi, 10)))
-    lp = curve(grid)
+    lp = yield grid
     best_ttft, best_tps = float(lp.ttft_pct_s[0]), float(lp.per_user_tokens_per_s[0])
-    ok = np.cumprod(_ok(lp, w, ev.gpu)).astype(bool)  # never past a count that fails
+    ok = np.cumprod(_ok(lp, w, gpu)).astype(bool)  # never past a count that fails
     if not ok[0]:
-        return Capacity(0, _binding(lp, 0, w, ev.gpu), best_ttft, best_tps, st.slots)
+        return Capacity(0, _binding(lp, 0, w, gpu), best_ttft, best_tps, slots)
     i = int(ok.sum()) - 1
     last = int(grid[i])
     if i + 1 == len(grid):
-        return Capacity(last, "saturation", best_ttft, best_tps, st.slots)
+        return Capacity(last, "saturation", best_ttft, best_tps, slots)
     # narrow [last pass, first fail] to one user: seats are what the fleet is sized by. The
     # load curve is unique and monotone in users, so the passing counts are a prefix.
-    nxt, binding = int(grid[i + 1]), _binding(lp, i + 1, w, ev.gpu)
+    nxt, binding = int(grid[i + 1]), _binding(lp, i + 1, w, gpu)
     while nxt - last > 1:
         inner = np.unique(np.round(np.linspace(last, nxt, min(nxt - last + 1, 16))))[1:-1]
-        lpf = curve(inner)
-        okf = np.cumprod(_ok(lpf, w, ev.gpu)).astype(bool)
+        lpf = yield inner
+        okf = np.cumprod(_ok(lpf, w, gpu)).astype(bool)
         j = int(okf.sum())
         last = int(inner[j - 1]) if j else last
         if j < len(inner):
-            nxt, binding = int(inner[j]), _binding(lpf, j, w, ev.gpu)
-    return Capacity(last, binding, best_ttft, best_tps, st.slots)
+            nxt, binding = int(inner[j]), _binding(lpf, j, w, gpu)
+    return Capacity(last, binding, best_ttft, best_tps, slots)
 
 
 def _binding(lp, k: int, w: LLMWorkload, gpu) -> str:
@@ -153,6 +261,14 @@ def _binding(lp, k: int, w: LLMWorkload, gpu) -> str:
 
 def operating_point(
     ev: Evaluator, w: LLMWorkload, sessions: int, split: tuple[int, int] | None = None
+) -> OperatingPoint:
+    """Metrics of one replica carrying ``sessions`` (remembered per :func:`config_key`)."""
+    key = ("point", sessions, *config_key(ev, w, split))
+    return memo(key, lambda: _operating_point(ev, w, sessions, split))
+
+
+def _operating_point(
+    ev: Evaluator, w: LLMWorkload, sessions: int, split: tuple[int, int] | None
 ) -> OperatingPoint:
     st = steps_for(ev, w)
     curve, _ = _curve(ev, w, st, split)

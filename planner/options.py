@@ -21,7 +21,7 @@ from estimator.families import family_of, get_family_model, is_family_model
 from estimator.resolve import weights_for
 
 from .candidates import Candidate, enumerate_candidates
-from .capacity import Capacity, llm_capacity, pareto_splits
+from .capacity import Capacity, llm_capacities, llm_capacity, pareto_splits
 from .costs import PER_TYPE_USD_PER_YEAR, Unit, gpu_unit, instance_unit, server_unit
 from .errors import ScenarioError
 from .family_capacity import FamilyCapacity
@@ -332,15 +332,17 @@ class SearchSpace:
         seen: list[tuple[Candidate, Capacity]] = []
         best: dict[tuple[str, int], tuple[int, _Option]] = {}
         per_gpu: dict[str, dict[int, float]] = {}  # gpu type -> size -> best seats per GPU
-        for cand, ev, st in pareto_splits(cands, w):
+        kept = list(pareto_splits(cands, w))
+        # every candidate's load curve solved in one stacked pass (some are then not used)
+        caps = llm_capacities([(ev, st) for _, ev, st in kept], w)
+        for (cand, ev, st), cap in zip(kept, caps, strict=True):
             sizes = per_gpu.setdefault(cand.gpu.name, {})
             smaller = [v for s, v in sizes.items() if s < cand.gpus]
             if len(smaller) >= 2 and smaller[-1] > 0 and smaller[-1] < smaller[-2]:
                 # seats per GPU rise with replica size until the model has the bandwidth it
                 # needs, then fall (more collectives, fewer GPUs' worth of work): once they
-                # fall, larger replicas of this type are not worth evaluating
+                # fall, larger replicas of this type are not worth offering
                 continue
-            cap = llm_capacity(ev, w, st)
             sizes[cand.gpus] = max(sizes.get(cand.gpus, 0.0), cap.units / cand.gpus)
             seen.append((cand, cap))
             units = [(cap, None)] if w.disaggregation != "only" else []

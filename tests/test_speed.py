@@ -1,0 +1,146 @@
+"""The fast paths give the numbers of the plain ones: the load model stacked over many
+configurations, the capacity search batched over candidates, the closed-form single-server
+queue, the binary search for the decode batch, and capacities remembered between solves."""
+
+import numpy as np
+import pytest
+
+from estimator import Evaluator, Parallel, get_gpu, get_model
+from estimator.load import ServingOptions, Steps, decode_batch, load_point, prepare_steps
+from estimator.queues import Repairman
+from planner import capacity
+from planner.capacity import llm_capacities, scan_capacity
+from planner.workloads import LLMWorkload
+
+CONFIGS = [
+    ("llama-3.1-8b", "h100-sxm", 1, "fp8"),
+    ("llama-3.1-8b", "l40s", 1, "bf16"),
+    ("llama-3.1-70b", "h200", 4, "fp8"),
+    ("qwen3-30b-a3b", "mi300x", 1, "bf16"),
+    ("llama-3.1-70b", "a100-80gb-sxm", 8, "bf16"),
+]
+
+
+def _steps(think=0.0):
+    out = []
+    for model, gpu, tp, w in CONFIGS:
+        ev = Evaluator(get_model(model), get_gpu(gpu), Parallel(tp=tp), w, "fp8")
+        out.append((ev, prepare_steps(ev, 1500, 300, ServingOptions(think_time_s=think))))
+    return out
+
+
+@pytest.mark.parametrize("think", [0.0, 20.0])
+def test_stacked_load_point_equals_one_configuration_at_a_time(think):
+    items = _steps(think)
+    users = [np.array([1.0, 3, 17, 64, 200, 950]), np.array([2.0, 40]), np.arange(1.0, 30)]
+    users += [np.array([5.0, 500, 5000]), np.array([1.0])]
+    stacked = Steps.stack([st for _, st in items])
+    config = np.concatenate([np.full(len(u), i) for i, u in enumerate(users)])
+    together = load_point(stacked, np.concatenate(users), think, 90.0, config=config)
+    start = 0
+    for (_, st), u in zip(items, users, strict=True):
+        alone = load_point(st, u, think, 90.0)
+        part = together.take(slice(start, start + len(u)))
+        start += len(u)
+        for f in ("ttft_s", "ttft_pct_s", "tpot_s", "output_tokens_per_s", "batch", "memory_gb"):
+            np.testing.assert_allclose(getattr(part, f), getattr(alone, f), rtol=1e-12)
+        assert (part.fits == alone.fits).all() and (part.stable == alone.stable).all()
+
+
+def test_batched_capacity_search_equals_one_candidate_at_a_time():
+    items = _steps()
+    bindings = set()
+    for ttft, tps in ((1.5, 20.0), (0.25, None), (30.0, None)):
+        w = LLMWorkload(
+            name="chat",
+            model="llama-3.1-8b",
+            users=1000.0,
+            hours_per_person=2.0,
+            utilisation=0.5,
+            input_tokens=1500,
+            output_tokens=300,
+            ttft_s=ttft,
+            tokens_per_s=tps,
+        )
+        capacity._MEMO.clear()
+        batched = llm_capacities(items, w)
+        capacity._MEMO.clear()
+        alone = [scan_capacity(ev, w, st) for ev, st in items]
+        assert batched == alone
+        bindings |= {c.binding for c in alone}
+    assert len(bindings) >= 2  # the searches ended on different limits
+
+
+def _least_root(table: np.ndarray, slots: int, k: float) -> float:
+    """The plain search: the first whole batch j with k·t(j) <= j, then the segment's root."""
+    h = k * table - np.arange(len(table))
+    below = np.flatnonzero(h <= 0)
+    if not below.size:
+        return float(slots)
+    j = below[0]
+    return 0.0 if j == 0 else j - 1 + h[j - 1] / (h[j - 1] - h[j])
+
+
+def test_decode_batch_binary_search_finds_the_least_root():
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        slots = int(rng.integers(1, 400))
+        # rising, with kinks and flat stretches: compute- and memory-bound regimes
+        table = 0.01 + np.cumsum(rng.choice([0.0, 1e-5, 1e-4, 1e-3], size=slots + 1))
+        st = Steps(slots, 100, 100, 8192, 1e-5, 0.01, 1.0, table, table, 1.0, 1.0)
+        k = 10 ** rng.uniform(0, 5, size=20)
+        got = decode_batch(st, k)
+        want = [_least_root(table, slots, x) for x in k]
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+
+
+def test_single_server_queue_closed_form_matches_the_sum():
+    rng = np.random.default_rng(2)
+    n = rng.integers(2, 3000, size=400).astype(float)
+    hold, think = 10 ** rng.uniform(-3, 1, size=400), 10 ** rng.uniform(-3, 2, size=400)
+    closed = Repairman(n, 1)(think, hold)
+    summed = Repairman(n, 1)
+    summed._single_server = lambda r, h, z, pw, wq: np.zeros(len(r), bool)
+    pw, wq = summed(think, hold)
+    np.testing.assert_allclose(closed[0], pw, atol=1e-10)
+    big = wq > 1e-9 * hold  # tiny waits differ only in rounding
+    np.testing.assert_allclose(closed[1][big], wq[big], rtol=1e-7)
+    np.testing.assert_allclose(closed[1][~big], wq[~big], atol=1e-8 * hold.max())
+
+
+def test_a_second_solve_reuses_capacities_and_a_new_target_does_not(tmp_path, monkeypatch):
+    import planner
+
+    calls = []
+    real = capacity.scan_capacity
+    monkeypatch.setattr(capacity, "scan_capacity", lambda *a, **k: calls.append(1) or real(*a, **k))
+    text = """
+workloads:
+  - name: chat
+    model: llama-3.1-8b
+    users: {users}
+    hours_per_person: 2
+    utilisation: 0.5
+    input_tokens: 1000
+    output_tokens: 200
+    ttft_s: {ttft}
+    tokens_per_s: 20
+    disaggregation: auto
+fleet:
+  gpus: [h100-sxm, l40s]
+  max_gpus_per_replica: 2
+"""
+    p = tmp_path / "s.yaml"
+    capacity._MEMO.clear()
+    p.write_text(text.format(users=400, ttft=2.0))
+    first = planner.solve(planner.load_scenario(p))
+    n_first = len(calls)
+    p.write_text(text.format(users=4000, ttft=2.0))  # demand only: the same replicas
+    planner.solve(planner.load_scenario(p))
+    assert len(calls) == n_first and n_first > 0
+    p.write_text(text.format(users=400, ttft=1.0))  # a new target: new capacities
+    planner.solve(planner.load_scenario(p))
+    assert len(calls) > n_first
+    p.write_text(text.format(users=400, ttft=2.0))
+    again = planner.solve(planner.load_scenario(p))
+    assert again.to_dict() == first.to_dict()
