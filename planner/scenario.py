@@ -148,6 +148,14 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     """Read and validate a scenario file. ``overrides`` applies dotted-key values first."""
     p = Path(path)
     node, data = load_yaml(p)
+    return validate_scenario(p, node, data, overrides)
+
+
+def validate_scenario(
+    p: Path, node: yaml.Node | None, data: Any, overrides: dict[str, Any] | None = None
+) -> Scenario:
+    """A scenario file's parsed contents (:func:`load_yaml`), with ``overrides``, validated;
+    errors name the file, line and key."""
     if not isinstance(data, dict):
         raise ScenarioError(f"{p}: a scenario must be a mapping with at least 'workloads'")
     if overrides:

@@ -13,12 +13,12 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import ScenarioError
 from .results import PLAN_ROW_FIELDS, Sweep, SweepPoint, ranked_rows, result_json
-from .scenario import load_scenario
+from .scenario import load_scenario, validate_scenario
 from .solve import plan_scenario
 from .uncertain import draw_all, find_distributions
 from .yaml_input import load_yaml
@@ -98,8 +98,9 @@ def sweep_points(
                 points.append({**c, "sample": k, **{x: d[x] for x in drawn}})
     else:
         points = combos
+    node, data = load_yaml(Path(scenario))  # read once; every point's overrides checked
     for pt in points:
-        load_scenario(scenario, overrides=_overrides(pt))
+        validate_scenario(Path(scenario), node, data, _overrides(pt))
     return keys, points
 
 
@@ -112,6 +113,49 @@ def solve_point(scenario: str, index: int, point: dict, presets: tuple[str, ...]
     res = plan_scenario(load_scenario(scenario, overrides=_overrides(point)), presets, top=1)
     rows = ranked_rows(res, {"point": index, **point})
     return SweepPoint(index, point, rows, {"set": point, **result_json(res)})
+
+
+def solve_points(
+    scenario: str, points: list[tuple[int, dict]], presets: tuple[str, ...]
+) -> list[SweepPoint]:
+    """A block of points solved one after another in one process (sharing its caches)."""
+    return [solve_point(scenario, i, pt, presets) for i, pt in points]
+
+
+# Workload fields that only scale the demand: points differing only in these (or in budget,
+# cost and fleet keys) reuse one process's replica capacities, so they are sent together.
+# Only where points run depends on this; their rows do not.
+DEMAND_KEYS = {
+    "users",
+    "hours_per_person",
+    "utilisation",
+    "streams",
+    "audio_hours_per_day",
+    "docs_per_s",
+    "images_per_s",
+    "images_per_hour",
+    "videos_per_hour",
+    "robots",
+    "clips_per_s",
+}
+
+
+def blocks(todo: list[tuple[int, dict]], workers: int) -> list[list[tuple[int, dict]]]:
+    """The points in blocks for ``workers`` processes: points that need the same replica
+    capacities together (see :data:`DEMAND_KEYS`), a block at most an even share."""
+    groups: dict[tuple, list[tuple[int, dict]]] = {}
+    for i, pt in todo:
+        sig = tuple(
+            (k, repr(v))
+            for k, v in sorted(pt.items())
+            if k.startswith("workloads.") and k.rsplit(".", 1)[-1] not in DEMAND_KEYS
+        )
+        groups.setdefault(sig, []).append((i, pt))
+    share = max(1, math.ceil(len(todo) / max(workers, 1)))
+    out = []
+    for g in groups.values():
+        out += [g[j : j + share] for j in range(0, len(g), share)]
+    return out
 
 
 class Progress:
@@ -148,27 +192,35 @@ def _clock(s: float) -> str:
 
 
 def _run_backend(
-    tasks: list[tuple[int, dict]],
-    solve: Callable[[int, dict], SweepPoint],
+    todo: list[tuple[int, dict]],
     jobs: int,
     cluster: str | None,
-    args: tuple,
+    scenario: str,
+    presets: tuple[str, ...],
 ) -> Iterator[SweepPoint]:
     """Points as they finish: in this process, on ``jobs`` local processes (joblib/loky), or
-    on a Dask scheduler (``cluster``: an address, or "local" for a local cluster)."""
+    on a Dask scheduler (``cluster``: an address, or "local" for a local cluster), in
+    :func:`blocks` so each process reuses its capacities."""
     if cluster:
-        yield from _dask(tasks, cluster, jobs, args)
-    elif jobs > 1 and len(tasks) > 1:
+        yield from _dask(blocks(todo, jobs), cluster, jobs, scenario, presets)
+    elif jobs > 1 and len(todo) > 1:
         from joblib import Parallel, delayed
 
         run = Parallel(n_jobs=jobs, return_as="generator_unordered")
-        yield from run(delayed(solve_point)(args[0], i, pt, args[1]) for i, pt in tasks)
+        for done in run(delayed(solve_points)(scenario, b, presets) for b in blocks(todo, jobs)):
+            yield from done
     else:
-        for i, pt in tasks:
-            yield solve(i, pt)
+        for i, pt in todo:
+            yield solve_point(scenario, i, pt, presets)
 
 
-def _dask(tasks, cluster: str, jobs: int, args: tuple) -> Iterator[SweepPoint]:
+def _dask(
+    work: list[list[tuple[int, dict]]],
+    cluster: str,
+    jobs: int,
+    scenario: str,
+    presets: tuple[str, ...],
+) -> Iterator[SweepPoint]:
     from distributed import Client, LocalCluster, as_completed
 
     local = None
@@ -186,11 +238,9 @@ def _dask(tasks, cluster: str, jobs: int, args: tuple) -> Iterator[SweepPoint]:
     except OSError as e:
         raise ScenarioError(f"--cluster {cluster}: cannot reach the Dask scheduler ({e})") from None
     try:
-        futures = [
-            client.submit(solve_point, args[0], i, pt, args[1], pure=False) for i, pt in tasks
-        ]
+        futures = [client.submit(solve_points, scenario, b, presets, pure=False) for b in work]
         for fut in as_completed(futures):
-            yield fut.result()
+            yield from fut.result()
     finally:
         client.close()
         if local is not None:
@@ -278,10 +328,7 @@ def sweep(
         sink.write(keep)
         sink.flush()
     try:
-        args = (scenario, presets)
-        for pt in _run_backend(
-            todo, lambda i, p: solve_point(scenario, i, p, presets), jobs, cluster, args
-        ):
+        for pt in _run_backend(todo, jobs, cluster, scenario, presets):
             results[pt.index] = pt
             if sink is not None:
                 sink.write(_csv_text(pt.rows, fields, header=False))
