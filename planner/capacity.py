@@ -63,9 +63,13 @@ def _ok(lp, w: LLMWorkload, gpu):
 
 
 def steps_for(ev: Evaluator, w: LLMWorkload):
-    """The load model's inputs for a workload on a candidate. A vision-language workload
-    adds its images' visual tokens to every prompt and its image encoder's time to every
-    prefill (on this candidate's GPUs)."""
+    """The load model's inputs for a workload on a candidate (remembered per
+    :func:`replica_key`). A vision-language workload adds its images' visual tokens to every
+    prompt and its image encoder's time to every prefill (on this candidate's GPUs)."""
+    return memo(("steps", *replica_key(ev, w)), lambda: _steps_for(ev, w))
+
+
+def _steps_for(ev: Evaluator, w: LLMWorkload):
     vlm = w.vision_model
     if vlm is None or not w.images_per_request:
         return prepare_steps(ev, w.input_tokens, w.output_tokens, w.serving())
@@ -116,10 +120,8 @@ _MEMO: OrderedDict[tuple, Any] = OrderedDict()
 MEMO_MAX = 50_000  # entries kept (least recently used dropped first)
 
 
-def config_key(ev: Evaluator, w: LLMWorkload, split: tuple[int, int] | None) -> tuple:
-    """Everything a replica's capacity and operating points depend on."""
-    ttft, tps = targets(w, ev.gpu)
-    vlm = w.vision_model
+def replica_key(ev: Evaluator, w: LLMWorkload) -> tuple:
+    """Everything a replica's load-model inputs (:func:`steps_for`) depend on."""
     return (
         ev.model.model_dump_json(),
         ev.gpu.model_dump_json(),
@@ -130,15 +132,18 @@ def config_key(ev: Evaluator, w: LLMWorkload, split: tuple[int, int] | None) -> 
         ev.machine.eff,
         w.input_tokens,
         w.output_tokens,
-        w.ttft_percentile,
-        ttft,
-        tps,
         w.serving().model_dump_json(),
         w.images_per_request,
         w.image_resolution,
-        repr(vlm),  # a dataclass of its config values (None without images)
-        split,
+        repr(w.vision_model),  # a dataclass of its config values (None without images)
     )
+
+
+def config_key(ev: Evaluator, w: LLMWorkload, split: tuple[int, int] | None) -> tuple:
+    """Everything a replica's capacity and operating points depend on: the replica, the
+    targets it is held to and the percentile they are read at, and the disaggregation."""
+    ttft, tps = targets(w, ev.gpu)
+    return (*replica_key(ev, w), w.ttft_percentile, ttft, tps, split)
 
 
 def memo(key: tuple, compute: Callable[[], Any]) -> Any:
