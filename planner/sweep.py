@@ -323,10 +323,13 @@ def sweep(
     sink = None
     if partial is not None:
         keep = _csv_text([r for i in sorted(done) for r in done[i]], fields, header=True)
-        partial.parent.mkdir(parents=True, exist_ok=True)
-        sink = open(partial, "w", newline="")  # noqa: SIM115 - streamed into as points finish
-        sink.write(keep)
-        sink.flush()
+        try:
+            partial.parent.mkdir(parents=True, exist_ok=True)
+            sink = open(partial, "w", newline="")  # noqa: SIM115 - streamed into as points finish
+            sink.write(keep)
+            sink.flush()
+        except OSError as e:
+            raise ScenarioError(f"cannot write {partial}: {e.strerror or e}") from None
     try:
         for pt in _run_backend(todo, jobs, cluster, scenario, presets):
             results[pt.index] = pt

@@ -81,6 +81,10 @@ def test_an_interrupted_sweep_resumes_to_the_same_csv(scenario, tmp_path):
     assert r.exit_code == 2 and "different sweep" in r.output
     r = run("sweep", scenario, "--set", "workloads.chat.users=100", "--resume")
     assert r.exit_code == 2 and "--resume needs --out" in r.output
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    r = run("sweep", scenario, "--set", "workloads.chat.users=100", "--out", blocked / "x.csv")
+    assert r.exit_code == 2 and "cannot write" in r.output
 
 
 def test_monte_carlo_samples_are_seeded_and_summarised(tmp_path):
