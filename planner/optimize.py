@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from ortools.sat.python import cp_model
 
 # objective = dollars × 1000 + GPUs owned + GPUs running replicas: at equal cost, fewer GPUs
-# and no idle replicas (a dollar outweighs any GPU count below 500, and stays in int64)
+# and no idle replicas (a dollar outweighs any GPU count below 500, and stays in int64); then
+# the most demand served (see solve)
 TIE_SCALE = 1000
 # CP-SAT's deterministic time (its own work units, about seconds on a fast core), not the wall
 # clock: a limit that binds does so at the same point however loaded the machine is, so the
@@ -182,9 +183,17 @@ def solve(
     if exclude:
         for prev in exclude:
             _forbid(m, use, prev)
-    # cost first, then GPUs owned, then GPUs the replicas use (no idle replicas in the plan)
+    # cost first, then GPUs owned, then GPUs the replicas use (no idle replicas in the plan),
+    # then the most demand served (headroom): a plan does not depend on how the solver breaks
+    # ties. The last term is scaled past the largest service possible; where that could
+    # overflow 64 bits (CP-SAT refuses such a model) the plan is left to the first three.
     used = sum(o.gpus * x[i] for i, o in enumerate(options))
-    m.Minimize(cost * TIE_SCALE + gpus + used)
+    primary = cost * TIE_SCALE + gpus + used
+    served = sum(o.capacity * x[i] for i, o in enumerate(options))
+    most = sum(o.capacity * ub for o, ub in zip(options, ubx, strict=True)) + 1
+    m.Minimize(primary * most - served)
+    if m.Validate():
+        m.Minimize(primary)
     solver = _solver(work_limit)
     status = solver.Solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

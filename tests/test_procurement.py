@@ -287,3 +287,17 @@ def test_a_binding_rack_limit_is_named(tmp_path):
     p.write_text(yaml.safe_dump(data))
     res = plan_scenario(load_scenario(p), top=1)
     assert not res.feasible and "rack(s)" in res.reason and "U and" in res.reason
+
+
+def test_equal_cost_plans_break_ties_by_demand_served():
+    """At equal cost, GPUs owned and GPUs used, the plan serving the most demand wins: one
+    server holds either 2 x TP2 (2 x 45 seats) or 1 x TP4 (80 seats); both cover 80."""
+    opts = [
+        Option("w", "g", "v", 4, 80, 0, 0, ("w", 4)),
+        Option("w", "g", "v", 2, 45, 0, 0, ("w", 2)),
+    ]
+    buys = [Purchase("g", "v", 4, 1000, 0)]
+    sol = solve(opts, {"w": 80}, Limits(), purchases=buys)
+    assert sol.replicas == {1: 2}  # 90 seats, not 80
+    flipped = solve(list(reversed(opts)), {"w": 80}, Limits(), purchases=buys)
+    assert flipped.replicas == {0: 2}  # the same choice whatever the order
