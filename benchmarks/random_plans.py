@@ -50,9 +50,11 @@ def random_scenario(rng: random.Random) -> Scenario:
     if rng.random() < 0.15:
         w["disaggregation"] = "auto"
     gpus = rng.sample(GPUS, rng.randint(1, 4))
-    return Scenario.model_validate(
-        {"workloads": [w], "fleet": {"gpus": gpus, "max_gpus_per_replica": 8}}
-    )
+    fleet = {"gpus": gpus, "max_gpus_per_replica": 8}
+    # loose GPUs a third of the time, and always with the consumer card (no server holds it)
+    if "rtx-4090" in gpus or rng.random() < 0.33:
+        fleet["unit"] = "gpu"
+    return Scenario.model_validate({"workloads": [w], "fleet": fleet})
 
 
 def check(seed: int) -> tuple[bool, int]:
