@@ -138,7 +138,7 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         "it from the model's config, the GPU preset and the row's split, formats, engine, "
         "lengths and concurrency. Offline max-throughput rows use "
         "the KV-limited batch under the engine's memory policy; closed-loop rows are scored with "
-        "the estimator's own load curve (`estimator.curve.load_curve`, which `solve`, `curve` "
+        "the estimator's own load curve (`estimator.curves.load_curve`, which `solve`, `curve` "
         "and `estimate` use) at the published concurrency per replica with the harness's "
         "arrival pattern: synchronised waves, fixed lengths, no think time "
         "(`estimator/harness.py`, `calibration/scoring.py`). Real users' arrivals spread in "

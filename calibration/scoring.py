@@ -1,5 +1,5 @@
 """Scoring a closed-loop row with the estimator's own load curve
-(``estimator.curve.load_curve``, the one ``solve``, ``curve`` and ``estimate`` use) at the row's
+(``estimator.curves.load_curve``, the one ``solve``, ``curve`` and ``estimate`` use) at the row's
 clients per replica, with the harness's arrival pattern (synchronised waves, no think time).
 The fit evaluates the same harness formulas (``estimator.harness``) on its decomposed steps."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from estimator import EstimatorError
-from estimator.curve import load_curve
+from estimator.curves import load_curve
 from estimator.efficiency import Efficiency
 from estimator.load import ServingOptions, prepare_steps
 

@@ -5,7 +5,7 @@ formats, a batch and a workload) and returns the result whose ``to_dict()`` is t
 ``--format json``: a :class:`ServingEstimate` for a language model (and a vision-language
 model, whose images add prompt tokens and encoder time), or a
 :class:`~estimator.families.FamilyEstimate` for the other families. :func:`curve` is
-``planner curve`` (see :mod:`estimator.curve`).
+``planner curve`` (see :mod:`estimator.curves`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from .advice import nearest_fit
 from .catalog import get_gpu
-from .curve import load_curve
+from .curves import load_curve
 from .engines import Engine
 from .errors import EstimatorError
 from .families import FamilyEstimate, FamilyOptions, family_of

@@ -76,6 +76,18 @@ def engine(spec: str | Engine) -> Engine:
         ) from None
 
 
+# Speech (Whisper) serving engines, the first the default: their speed differences are host
+# time per decoding step (estimator.families.asr, fitted in calibration.yaml); listed here so
+# the command line can offer them without loading the model families.
+SPEECH_ENGINES: dict[str, str] = {
+    "faster-whisper": "faster-whisper (CTranslate2; also under WhisperX and speaches)",
+    "transformers": "Hugging Face transformers pipeline (eager PyTorch, Python generate loop)",
+    "openai-whisper": "the openai/whisper reference package (eager PyTorch)",
+    "vllm": "vLLM (CUDA-graph decode; no published Whisper run: the LLM engines' step costs)",
+    "trtllm": "TensorRT-LLM (fused kernels and graphs; the LLM engines' step costs)",
+}
+
+
 # The engine knobs users set, with the bounds the CLI, the scenario schema and configure()
 # all enforce (one place).
 KNOBS: dict[str, tuple[float, float]] = {

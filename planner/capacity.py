@@ -14,7 +14,7 @@ import numpy as np
 
 from estimator import Evaluator
 from estimator.bands import pessimistic_factor
-from estimator.curve import load_curve, users_past_saturation
+from estimator.curves import load_curve, users_past_saturation
 from estimator.load import Steps, load_point, prepare_steps, saturation_rate
 
 from .workloads import LLMWorkload

@@ -144,3 +144,24 @@ fleet:
     p.write_text(text.format(users=400, ttft=2.0))
     again = planner.solve(planner.load_scenario(p))
     assert again.to_dict() == first.to_dict()
+
+
+def test_the_command_line_loads_only_what_a_command_uses():
+    """`planner --help` and the option tables import neither numpy, the estimator's models
+    nor the solver; the lazy package names stay the functions their modules are named for."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, planner.cli; "
+        "print(sorted(m for m in ('numpy', 'ortools', 'scipy', 'pandas', 'estimator.llm', "
+        "'planner.solve') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    code = (
+        "import planner, estimator; import planner.solve, planner.sweep, estimator.curves; "
+        "print(callable(planner.solve), callable(planner.sweep), callable(estimator.curve))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True True True"

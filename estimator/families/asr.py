@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..efficiency import EngineHost, engine_host
+from ..engines import SPEECH_ENGINES
 from ..errors import EstimatorError, closest
 from ..formats import kv_format, weight_format
 from ..hardware import Accelerator
@@ -32,13 +33,7 @@ from .registry import Family, FamilyPreset, register
 # model families'), so each engine adds the host time per decoding step that
 # `planner calibrate` fits from its published runs (estimator/calibration.yaml,
 # family_engines.asr). Graph-captured engines have no entry: the LLM-fitted per-step costs.
-ASR_ENGINES: dict[str, str] = {
-    "faster-whisper": "faster-whisper (CTranslate2; also under WhisperX and speaches)",
-    "transformers": "Hugging Face transformers pipeline (eager PyTorch, Python generate loop)",
-    "openai-whisper": "the openai/whisper reference package (eager PyTorch)",
-    "vllm": "vLLM (CUDA-graph decode; no published Whisper run: the LLM engines' step costs)",
-    "trtllm": "TensorRT-LLM (fused kernels and graphs; the LLM engines' step costs)",
-}
+ASR_ENGINES = SPEECH_ENGINES  # the table lives with the other engines (estimator.engines)
 # the engines whose host loop bounds them: each has its host time fitted from its published runs
 HOST_FITTED = ("faster-whisper", "transformers", "openai-whisper")
 # the default is what most self-hosted transcription servers run (WhisperX and speaches

@@ -5,19 +5,8 @@ from __future__ import annotations
 
 import click
 
-from estimator import get_gpu, gpu_catalog
-from estimator.describe import describe_model, list_models
 from estimator.formats import KV_FORMATS
 
-from ..render.catalog import (
-    INSTANCE_COLUMNS,
-    SERVER_COLUMNS,
-    gpu_text,
-    gpus_table,
-    model_text,
-    models_table,
-    procurement_table,
-)
 from .common import FiniteRange, dump, friendly_errors, presets_of
 
 LIST_FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
@@ -39,6 +28,10 @@ def models_group():
 @friendly_errors
 def models_list(ctx, fmt, **filters):
     """Every model preset with its derived size, filtered as asked."""
+    from estimator.describe import list_models
+
+    from ..render.catalog import models_table
+
     rows = list_models(presets_of(ctx), **filters)
     click.echo(dump(rows) if fmt == "json" else models_table(rows))
 
@@ -52,6 +45,10 @@ def models_list(ctx, fmt, **filters):
 def models_show(ctx, name, kv, fmt):
     """One model: derived parameters, KV bytes per token, layer make-up, source.
     NAME may also be a path to a local config.json."""
+    from estimator.describe import describe_model
+
+    from ..render.catalog import model_text
+
     info = describe_model(name, kv, presets_of(ctx))
     click.echo(dump(info) if fmt == "json" else model_text(info))
 
@@ -67,6 +64,10 @@ def gpus_group():
 @friendly_errors
 def gpus_list(ctx, fmt):
     """Every accelerator preset."""
+    from estimator import gpu_catalog
+
+    from ..render.catalog import gpus_table
+
     cat = gpu_catalog(presets_of(ctx))
     gpus = [cat.items[n] for n in cat.names()]
     click.echo(dump([g.model_dump() for g in gpus]) if fmt == "json" else gpus_table(gpus))
@@ -79,6 +80,10 @@ def gpus_list(ctx, fmt):
 @friendly_errors
 def gpus_show(ctx, name, fmt):
     """One accelerator with every value and its source."""
+    from estimator import get_gpu
+
+    from ..render.catalog import gpu_text
+
     g = get_gpu(name, presets_of(ctx))
     d = g.model_dump()
     # what the estimator sizes with: device capacity as the runtime reports it
@@ -100,7 +105,10 @@ def servers_group():
 @friendly_errors
 def servers_list(ctx, gpu, fmt):
     """Every server preset: GPUs, scale-up domain, power, height, host price."""
+    from estimator import get_gpu
+
     from ..procurement import server_catalog
+    from ..render.catalog import SERVER_COLUMNS, procurement_table
 
     cat = server_catalog(presets_of(ctx))
     rows = [cat.items[n].model_dump(exclude={"sources", "aliases"}) for n in cat.names()]
@@ -123,7 +131,10 @@ def instances_group():
 @friendly_errors
 def instances_list(ctx, gpu, cloud, fmt):
     """Every instance preset with its published $/hour, region, date and source."""
+    from estimator import get_gpu
+
     from ..procurement import instances
+    from ..render.catalog import INSTANCE_COLUMNS, procurement_table
 
     rows = [i.model_dump() for i in instances(presets_of(ctx))]
     if gpu:

@@ -11,9 +11,8 @@ from typing import Any
 
 import click
 
-from estimator import EstimatorError
-from estimator.engines import ENGINES, KNOBS
-from estimator.families import family_engines
+from estimator.engines import ENGINES, KNOBS, SPEECH_ENGINES
+from estimator.errors import EstimatorError
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 
 EXIT_INFEASIBLE, EXIT_BAD_INPUT = 1, 2
@@ -111,7 +110,7 @@ _REPLICA_OPTIONS = [
     ),
     click.option(
         "--engine",
-        type=click.Choice(list(dict.fromkeys([*ENGINES, *family_engines()]))),
+        type=click.Choice(list(dict.fromkeys([*ENGINES, *SPEECH_ENGINES]))),
         default=None,
         help="The serving engine: its memory policy for language models, its per-step host "
         "time for speech [default: vllm; faster-whisper for speech models].",
@@ -307,7 +306,7 @@ def serving_from(
         )
     from pydantic import ValidationError
 
-    from estimator import EstimatorError
+    from estimator.errors import EstimatorError
 
     try:
         return ServingOptions(

@@ -6,14 +6,10 @@ import sys
 
 import click
 
-import estimator
-from estimator import EstimatorError, FamilyOptions
-from estimator.api import parse_resolution
 from estimator.engines import ENGINES, KNOBS, Engine
 from estimator.engines import configure as configure_engine
+from estimator.errors import EstimatorError
 
-from ..render.curve import curve_text
-from ..render.estimate import does_not_fit, estimate_text
 from .common import (
     EXIT_INFEASIBLE,
     FORMAT,
@@ -97,7 +93,12 @@ def estimate_cmd(ctx, model_name, model_config, gpu_name, batch, fmt, **kw):
     res = kw.pop("resolution")
     images, image_resolution = kw.pop("images"), kw.pop("image_resolution")
     input_tokens, output_tokens = kw.pop("input_tokens"), kw.pop("output_tokens")
-    family = FamilyOptions(resolution=parse_resolution(res, 0) if res else None, **kw)
+    import estimator
+    from estimator.api import parse_resolution
+
+    from ..render.estimate import does_not_fit, estimate_text
+
+    family = estimator.FamilyOptions(resolution=parse_resolution(res, 0) if res else None, **kw)
     e = estimator.estimate(
         _model(model_name, model_config),
         gpu_name,
@@ -156,6 +157,10 @@ def curve_cmd(ctx, model_name, model_config, gpu_name, users_list, at_users, fmt
             raise EstimatorError(
                 f"--users must be comma-separated integers, not '{users_list}'"
             ) from None
+    import estimator
+
+    from ..render.curve import curve_text
+
     c = estimator.curve(
         _model(model_name, model_config),
         gpu_name,
