@@ -147,10 +147,14 @@ def config_key(ev: Evaluator, w: LLMWorkload, split: tuple[int, int] | None) -> 
 
 
 def memo(key: tuple, compute: Callable[[], Any]) -> Any:
+    """The remembered value of ``key``, or ``compute()`` remembered."""
     if key in _MEMO:
         _MEMO.move_to_end(key)
         return _MEMO[key]
-    value = compute()
+    return _remember(key, compute())
+
+
+def _remember(key: tuple, value: Any) -> Any:
     _MEMO[key] = value
     if len(_MEMO) > MEMO_MAX:
         _MEMO.popitem(last=False)
@@ -193,9 +197,9 @@ def llm_capacities(items: list[tuple[Evaluator, Steps]], w: LLMWorkload) -> list
     todo = []
     for i, ((_ev, st), key) in enumerate(zip(items, keys, strict=True)):
         if key in _MEMO:
-            out[i] = memo(key, lambda: None)
+            out[i] = memo(key, lambda: None)  # a hit: compute is not called
         elif st.slots < 1:
-            out[i] = memo(key, lambda: Capacity(0, "memory", float("inf"), 0.0, 0))
+            out[i] = _remember(key, Capacity(0, "memory", float("inf"), 0.0, 0))
         else:
             todo.append(i)
     if todo:
@@ -220,7 +224,7 @@ def llm_capacities(items: list[tuple[Evaluator, Steps]], w: LLMWorkload) -> list
                 try:
                     nxt[k] = searches[k].send(part)
                 except StopIteration as done:
-                    out[todo[k]] = memo(keys[todo[k]], lambda v=done.value: v)
+                    out[todo[k]] = _remember(keys[todo[k]], done.value)
             asks = nxt
     return out  # type: ignore[return-value]
 
