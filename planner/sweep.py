@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import logging
 import math
 import os
 import sys
@@ -231,12 +232,16 @@ def _dask(
                 threads_per_worker=1,
                 processes=True,
                 dashboard_address=None,
+                silence_logs=logging.ERROR,  # its workers' chatter is not the user's business
             )
             client = Client(local)
         else:
             client = Client(cluster, timeout="10s")
-    except OSError as e:
-        raise ScenarioError(f"--cluster {cluster}: cannot reach the Dask scheduler ({e})") from None
+    except (OSError, ValueError, TypeError) as e:
+        raise ScenarioError(
+            f"--cluster {cluster}: cannot reach the Dask scheduler ({e}); give 'local' or "
+            "an address such as tcp://HOST:8786"
+        ) from None
     try:
         futures = [client.submit(solve_points, scenario, b, presets, pure=False) for b in work]
         for fut in as_completed(futures):

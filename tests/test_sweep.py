@@ -81,6 +81,8 @@ def test_an_interrupted_sweep_resumes_to_the_same_csv(scenario, tmp_path):
     assert r.exit_code == 2 and "different sweep" in r.output
     r = run("sweep", scenario, "--set", "workloads.chat.users=100", "--resume")
     assert r.exit_code == 2 and "--resume needs --out" in r.output
+    r = run("sweep", scenario, "--set", "workloads.chat.users=100", "--cluster", "nowhere")
+    assert r.exit_code == 2 and "tcp://HOST:8786" in r.output, r.output
     blocked = tmp_path / "file"
     blocked.write_text("")
     r = run("sweep", scenario, "--set", "workloads.chat.users=100", "--out", blocked / "x.csv")
