@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .capacity import operating_point, targets
+from .capacity import operating_point, operating_points, targets
 from .costs import HOURS_PER_YEAR
 from .kinds import KINDS
 from .optimize import Solution
@@ -51,8 +51,7 @@ def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
             assignments += _family_assignments(space, w, rows, served, need)
             continue
         for o, n in rows:
-            share = o.cap.units * n / served
-            load = max(1, math.ceil(need * share / n))  # spread in proportion to capacity
+            share, load = _load(o, n, served, need)
             op = _operating_point(space, o, w, min(load, o.cap.units))
             check_targets(
                 w, op, f"{o.cand.label()} at {min(load, o.cap.units)} sessions", o.cand.gpu
@@ -198,6 +197,36 @@ def _family_assignments(space: SearchSpace, w, rows, served: int, need: int) -> 
             )
         )
     return out
+
+
+def _load(o: _Option, n: int, served: float, need: float) -> tuple[float, int]:
+    """(share of the workload, sessions per replica) of ``n`` replicas of ``o``: demand is
+    spread in proportion to capacity."""
+    share = o.cap.units * n / served
+    return share, max(1, math.ceil(need * share / n))
+
+
+def prefetch_points(space: SearchSpace, plans: list[tuple[list[_Option], Solution]]) -> None:
+    """The operating points the plans of these solutions will read, computed together (one
+    stacked load evaluation per workload) before the plans are assembled."""
+    wanted: dict[str, list] = {}
+    for options, sol in plans:
+        by_w: dict[str, list[tuple[_Option, int]]] = {}
+        for i, n in sorted(sol.replicas.items()):
+            by_w.setdefault(options[i].opt.workload, []).append((options[i], n))
+        for w in space.sc.workloads:
+            rows = by_w.get(w.name, [])
+            if not KINDS[w.kind].language_model or not rows:
+                continue
+            served = sum(o.cap.units * n for o, n in rows)
+            need = space.demands[w.name].required
+            for o, n in rows:
+                if o.split is None:
+                    _, load = _load(o, n, served, need)
+                    wanted.setdefault(w.name, []).append((o.ev, min(load, o.cap.units)))
+    for w in space.sc.workloads:
+        if w.name in wanted:
+            operating_points(wanted[w.name], w)
 
 
 def _operating_point(space: SearchSpace, o: _Option, w: LLMWorkload, sessions: int):

@@ -276,12 +276,35 @@ def operating_point(
     return memo(key, lambda: _operating_point(ev, w, sessions, split))
 
 
+def operating_points(items: list[tuple[Evaluator, int]], w: LLMWorkload) -> None:
+    """Remember the operating points of many replicas of one workload (``(evaluator,
+    sessions)``, no disaggregation) from one stacked load-point evaluation; those already
+    remembered are skipped."""
+    todo: dict[tuple, tuple[Evaluator, int]] = {}
+    for ev, sessions in items:
+        key = ("point", sessions, *config_key(ev, w, None))
+        if key not in _MEMO:
+            todo[key] = (ev, sessions)
+    if not todo:
+        return
+    stacked = Steps.stack([steps_for(ev, w) for ev, _ in todo.values()])
+    users = np.array([max(n, 1) for _, n in todo.values()], float)
+    think = w.serving().think_time_s
+    lp = load_point(stacked, users, think, w.ttft_percentile, config=np.arange(len(todo)))
+    for k, (key, (ev, sessions)) in enumerate(todo.items()):
+        _remember(key, _point_of(ev, w, sessions, lp.take(slice(k, k + 1))))
+
+
 def _operating_point(
     ev: Evaluator, w: LLMWorkload, sessions: int, split: tuple[int, int] | None
 ) -> OperatingPoint:
     st = steps_for(ev, w)
     curve, _ = _curve(ev, w, st, split)
-    lp = curve([max(sessions, 1)])
+    return _point_of(ev, w, sessions, curve([max(sessions, 1)]))
+
+
+def _point_of(ev: Evaluator, w: LLMWorkload, sessions: int, lp) -> OperatingPoint:
+    """The operating point read from a one-user-count load point."""
     b = float(lp.batch[0])
     bottleneck = str(ev.decode_step(max(b, 1.0), w.input_tokens + w.output_tokens / 2).bottleneck())
     return OperatingPoint(

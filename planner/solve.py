@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .assembly import to_plan
+from .assembly import prefetch_points, to_plan
 from .diagnose import diagnose
 from .options import SearchSpace
 from .results import Comparison, GroupResult, PlanResult
@@ -30,31 +30,39 @@ def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> 
     if not sol.found:
         res.reason = diagnose(pl)
         return res
-    res.feasible, res.plan = True, to_plan(pl, pl.options, sol)
-    # best per GPU type (all workloads on that type), cheapest first
+    # every solve first, then the plans: their operating points are computed together
+    per_type = []  # best per GPU type (all workloads on that type)
     for g in sorted({o.opt.gpu for o in pl.options}):
         sub = [o for o in pl.options if o.opt.gpu == g]
         s = pl.run(sub, pl.limits(single_type=False))
-        if s.found and s.gpus_by_type == sol.gpus_by_type and s.cost == sol.cost:
-            res.per_gpu_best.append(res.plan)  # the same fleet: the same plan and numbers
-        elif s.found:
-            res.per_gpu_best.append(to_plan(pl, sub, s))
-    res.per_gpu_best.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
-    # the cheapest fleet with one vendor fewer: what a second software stack saves
-    vendors = {a.vendor for a in res.plan.assignments}
-    if len(vendors) > 1:
-        lim = pl.limits()
-        s = pl.run(pl.options, replace(lim, max_vendors=len(vendors) - 1))
         if s.found:
-            res.fewer_vendors = to_plan(pl, pl.options, s)
+            per_type.append((sub, s))
+    # the cheapest fleet with one vendor fewer: what a second software stack saves
+    fewer = None
+    vendors = {pl.options[i].opt.vendor for i in sol.replicas}
+    if len(vendors) > 1:
+        s = pl.run(pl.options, replace(pl.limits(), max_vendors=len(vendors) - 1))
+        fewer = s if s.found else None
     # next-best fleets, each with a different set of GPU types
-    seen = [sol.gpus_by_type]
+    alternatives, seen = [], [sol.gpus_by_type]
     for _ in range(max(0, top - 1)):
         s = pl.run(pl.options, pl.limits(), exclude=seen)
         if not s.found:
             break
         seen.append(s.gpus_by_type)
-        res.alternatives.append(to_plan(pl, pl.options, s))
+        alternatives.append(s)
+    solved = [(pl.options, sol), *per_type, *((pl.options, s) for s in alternatives)]
+    prefetch_points(pl, solved + ([(pl.options, fewer)] if fewer else []))
+    res.feasible, res.plan = True, to_plan(pl, pl.options, sol)
+    for sub, s in per_type:
+        if s.gpus_by_type == sol.gpus_by_type and s.cost == sol.cost:
+            res.per_gpu_best.append(res.plan)  # the same fleet: the same plan and numbers
+        else:
+            res.per_gpu_best.append(to_plan(pl, sub, s))
+    res.per_gpu_best.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
+    if fewer is not None:
+        res.fewer_vendors = to_plan(pl, pl.options, fewer)
+    res.alternatives = [to_plan(pl, pl.options, s) for s in alternatives]
     # proven optimal, each is no cheaper than the one before; unproven ones may be: sort
     res.alternatives.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
     if sc.confidence is not None:

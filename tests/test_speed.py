@@ -165,3 +165,23 @@ def test_the_command_line_loads_only_what_a_command_uses():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True True True"
+
+
+def test_operating_points_computed_together_equal_one_at_a_time():
+    from planner.capacity import _operating_point, operating_points
+
+    w = LLMWorkload(
+        name="chat",
+        model="llama-3.1-8b",
+        users=1000.0,
+        hours_per_person=2.0,
+        utilisation=0.5,
+        input_tokens=1500,
+        output_tokens=300,
+    )
+    items = [(ev, n) for (ev, _), n in zip(_steps(), (1, 7, 40, 3, 120), strict=True)]
+    capacity._MEMO.clear()
+    operating_points(items, w)
+    for ev, n in items:
+        key = ("point", n, *capacity.config_key(ev, w, None))
+        assert capacity._MEMO[key] == _operating_point(ev, w, n, None)
