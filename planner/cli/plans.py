@@ -100,7 +100,13 @@ def compare_cmd(ctx, scenario_file, by, fmt, out):
     help="Monte-Carlo draws of the scenario's distributions (e.g. users: {dist: lognormal, "
     "median: 2000, sigma: 0.4}) per combination; reports the spread of GPUs and cost.",
 )
-@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**32 - 1),
+    default=0,
+    show_default=True,
+    help="Seed of the --samples draws (sample k of a seed is the same on any machine).",
+)
 @click.option(
     "--jobs",
     type=click.IntRange(1, 1024),
