@@ -185,7 +185,7 @@ def _interp(table: np.ndarray, x, rows=None):
     i = np.minimum(np.floor(x).astype(np.intp), max(table.shape[1] - 2, 0))
     lo = table[rows, i]
     hi = table[rows, np.minimum(i + 1, table.shape[1] - 1)]
-    return np.where(x == i, lo, (hi - lo) * (x - i) + lo)
+    return np.where(x == i, lo, np.where(x == i + 1, hi, (hi - lo) * (x - i) + lo))
 
 
 def prepare_steps(

@@ -99,6 +99,8 @@ class Repairman:
             log_z = self._log_fact_n + n * np.log(r) + u + np.log(np.where(ok, q, 1.0))
         p0 = np.exp(-np.where(ok, log_z, 0.0))
         busy = 1.0 - p0
+        # light load: the queue is a small difference of large terms; the window sums it
+        ok &= busy > 0.01
         x = busy / np.maximum(h, 1e-30)
         queue = np.maximum(n - x * z - busy, 0.0)
         pw[ok] = busy[ok]

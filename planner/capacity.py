@@ -5,6 +5,7 @@ implement with their own demand unit (images/s, audio streams, docs/s...)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -123,8 +124,8 @@ MEMO_MAX = 50_000  # entries kept (least recently used dropped first)
 def replica_key(ev: Evaluator, w: LLMWorkload) -> tuple:
     """Everything a replica's load-model inputs (:func:`steps_for`) depend on."""
     return (
-        ev.model.model_dump_json(),
-        ev.gpu.model_dump_json(),
+        _digest(ev.model.model_dump_json()),  # a digest: whole configs would fill memory
+        _digest(ev.gpu.model_dump_json()),
         ev.par.model_dump_json(),
         ev.wfmt.name,
         ev.kvfmt.name,
@@ -135,8 +136,12 @@ def replica_key(ev: Evaluator, w: LLMWorkload) -> tuple:
         w.serving().model_dump_json(),
         w.images_per_request,
         w.image_resolution,
-        repr(w.vision_model),  # a dataclass of its config values (None without images)
+        _digest(repr(w.vision_model)),  # a dataclass of its config values (None: no images)
     )
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def config_key(ev: Evaluator, w: LLMWorkload, split: tuple[int, int] | None) -> tuple:

@@ -49,6 +49,8 @@ def parse_sets(sets: tuple[str, ...]) -> list[tuple[str, list]]:
         vals = [parse_value(x) for x in v.split(",") if x.strip()]
         if not k.strip() or not vals:
             raise ScenarioError(f"--set expects KEY=V1,V2,... , got '{s}'")
+        if k.strip() in {key for key, _ in out}:
+            raise ScenarioError(f"--set {k.strip()} is given twice; list its values once")
         out.append((k.strip(), vals))
     return out
 
@@ -101,7 +103,16 @@ def sweep_points(
         points = combos
     node, data = load_yaml(Path(scenario))  # read once; every point's overrides checked
     for pt in points:
-        validate_scenario(Path(scenario), node, data, _overrides(pt))
+        try:
+            validate_scenario(Path(scenario), node, data, _overrides(pt))
+        except ScenarioError as e:
+            if "sample" not in pt:
+                raise
+            drawn = ", ".join(f"{k}={pt[k]!r}" for k in keys[keys.index("sample") + 1 :])
+            raise ScenarioError(
+                f"sample {pt['sample']} drew {drawn}, which the scenario refuses: {e}\n"
+                "bound the distribution (low:, high:) or draw whole numbers (round: true)"
+            ) from None
     return keys, points
 
 
@@ -203,7 +214,7 @@ def _run_backend(
     on a Dask scheduler (``cluster``: an address, or "local" for a local cluster), in
     :func:`blocks` so each process reuses its capacities."""
     if cluster:
-        yield from _dask(blocks(todo, jobs), cluster, jobs, scenario, presets)
+        yield from _dask(todo, cluster, jobs, scenario, presets)
     elif jobs > 1 and len(todo) > 1:
         from joblib import Parallel, delayed
 
@@ -216,7 +227,7 @@ def _run_backend(
 
 
 def _dask(
-    work: list[list[tuple[int, dict]]],
+    todo: list[tuple[int, dict]],
     cluster: str,
     jobs: int,
     scenario: str,
@@ -243,6 +254,9 @@ def _dask(
             "an address such as tcp://HOST:8786"
         ) from None
     try:
+        # blocks for the workers the scheduler has (a remote cluster's, not --jobs)
+        workers = max(1, len(client.scheduler_info().get("workers", {})), jobs)
+        work = blocks(todo, workers)
         futures = [client.submit(solve_points, scenario, b, presets, pure=False) for b in work]
         for fut in as_completed(futures):
             yield from fut.result()
@@ -256,26 +270,74 @@ def _partial(out: Path) -> Path:
     return out.with_name(out.name + ".partial")
 
 
-def _resume(partial: Path, fields: list[str]) -> dict[int, list[dict]]:
-    """Rows of the points a partial CSV holds whole. Each point's rows are written in one
-    go, ending with a newline; a torn last write drops that point (it is solved again)."""
-    text = partial.read_text()
-    if not text:
+def _journal(partial: Path) -> Path:
+    """Beside the partial CSV: the sweep's fingerprint, then ``index rows`` for each point
+    whose rows were written whole (appended only after they were)."""
+    return partial.with_name(partial.name + ".done")
+
+
+def fingerprint(scenario: str, pairs, samples: int, seed: int, presets, fields) -> str:
+    """What must not change for a partial sweep to be resumed: the scenario file's bytes,
+    the swept values, the sampling, the presets and the columns."""
+    import hashlib
+    import json
+
+    try:
+        body = Path(scenario).read_bytes()
+    except OSError as e:
+        raise ScenarioError(f"cannot read scenario {scenario}: {e.strerror}") from None
+    doc = {
+        "scenario": hashlib.sha256(body).hexdigest(),
+        "sets": repr(pairs),
+        "samples": samples,
+        "seed": seed,
+        "presets": list(presets),
+        "fields": fields,
+    }
+    return json.dumps(doc, sort_keys=True)
+
+
+def _resume(partial: Path, stamp: str, n_points: int) -> dict[int, list[dict]]:
+    """Rows of the points the journal lists as written whole, from a sweep with the same
+    fingerprint; anything else in the partial file is solved again."""
+    journal = _journal(partial)
+    try:
+        lines = journal.read_text().split("\n") if journal.is_file() else []
+        text = partial.read_text() if partial.is_file() else ""
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"cannot read {partial} to resume ({e}); delete it") from None
+    if not lines or not text:
         return {}
-    torn = not text.endswith("\n")
-    rows = list(csv.DictReader(io.StringIO(text)))
-    head = next(csv.reader(io.StringIO(text)), [])
-    if head != fields:
+    if lines[0] != stamp:
         raise ScenarioError(
-            f"{partial} is from a different sweep (other columns); delete it or drop --resume"
+            f"{partial} is from a different sweep (scenario, --set values, samples, seed or "
+            "presets differ); delete it or drop --resume"
         )
-    if torn and rows:
-        last = rows[-1]["point"]
-        rows = [r for r in rows if r["point"] != last]
-    done: dict[int, list[dict]] = {}
-    for r in rows:
-        done.setdefault(int(r["point"]), []).append(r)
-    return done
+    whole: dict[int, int] = {}
+    for line in lines[1:-1]:  # the last piece has no newline: an entry being written
+        parts = line.split()
+        if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+            whole[int(parts[0])] = int(parts[1])
+    rows: dict[int, list[dict]] = {}
+    for r in csv.DictReader(io.StringIO(text)):
+        i = str(r.get("point", ""))
+        if i.isdigit() and int(i) in whole and len(rows.get(int(i), [])) < whole[int(i)]:
+            rows.setdefault(int(i), []).append({k: _typed(v) for k, v in r.items()})
+    return {i: r for i, r in rows.items() if i < n_points and len(r) == whole[i]}
+
+
+def _typed(v: str | None):
+    """A CSV cell read back as the value a fresh run holds (numbers, booleans, empty)."""
+    if v is None or v == "":
+        return None
+    if v in ("True", "False"):
+        return v == "True"
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return v
 
 
 def _csv_text(rows: list[dict], fields: list[str], header: bool) -> str:
@@ -315,37 +377,47 @@ def sweep(
     scenario = str(scenario)
     done: dict[int, list[dict]] = {}
     partial = _partial(Path(out)) if out else None
+    if resume and partial is None:
+        raise ScenarioError("--resume needs --out: the sweep resumes from its CSV")
+    stamp = fingerprint(scenario, pairs, samples, seed, presets, fields) if partial else ""
     if resume:
-        if partial is None:
-            raise ScenarioError("--resume needs --out: the sweep resumes from its CSV")
-        if partial.is_file():
-            done = _resume(partial, fields)
+        done = _resume(partial, stamp, len(points))
     todo = [(i, pt) for i, pt in enumerate(points) if i not in done]
     bar = Progress(len(points), len(points) - len(todo)) if progress else None
     results: dict[int, SweepPoint] = {
         i: SweepPoint(i, points[i], rows, None) for i, rows in done.items()
     }
-    sink = None
-    if partial is not None:
-        keep = _csv_text([r for i in sorted(done) for r in done[i]], fields, header=True)
+    sink = log = None
+
+    def put(f, text: str) -> None:
         try:
-            partial.parent.mkdir(parents=True, exist_ok=True)
-            sink = open(partial, "w", newline="")  # noqa: SIM115 - streamed into as points finish
-            sink.write(keep)
-            sink.flush()
+            f.write(text)
+            f.flush()
         except OSError as e:
             raise ScenarioError(f"cannot write {partial}: {e.strerror or e}") from None
+
     try:
+        if partial is not None:
+            keep = _csv_text([r for i in sorted(done) for r in done[i]], fields, header=True)
+            try:
+                partial.parent.mkdir(parents=True, exist_ok=True)
+                sink = open(partial, "w", newline="")  # noqa: SIM115 - streamed into
+                log = open(_journal(partial), "w")  # noqa: SIM115 - appended to
+            except OSError as e:
+                raise ScenarioError(f"cannot write {partial}: {e.strerror or e}") from None
+            put(sink, keep)
+            put(log, stamp + "\n" + "".join(f"{i} {len(done[i])}\n" for i in sorted(done)))
         for pt in _run_backend(todo, jobs, cluster, scenario, presets):
             results[pt.index] = pt
             if sink is not None:
-                sink.write(_csv_text(pt.rows, fields, header=False))
-                sink.flush()
+                put(sink, _csv_text(pt.rows, fields, header=False))
+                put(log, f"{pt.index} {len(pt.rows)}\n")  # only once its rows are written
             if bar:
                 bar.step()
     finally:
-        if sink is not None:
-            sink.close()
+        for f in (sink, log):
+            if f is not None:
+                f.close()
     sw = Sweep(keys, [results[i] for i in range(len(points))], fields, samples)
     if out:
         from estimator.files import atomic_write_text
@@ -353,4 +425,5 @@ def sweep(
         text = _csv_text([r for p in sw.points for r in p.rows], fields, header=True)
         atomic_write_text(out, text, inputs=(scenario,))
         os.unlink(partial)
+        os.unlink(_journal(partial))
     return sw

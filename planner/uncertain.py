@@ -54,6 +54,8 @@ class Distribution(BaseModel):
             x = float(self.mean + self.sd * rng.standard_normal())
         elif d == "uniform":
             x = float(rng.uniform(self.low, self.high))
+        elif self.low == self.high:  # a degenerate triangle: the one value
+            x = float(self.low)
         else:
             x = float(rng.triangular(self.low, self.mode, self.high))
         if self.low is not None or self.high is not None:

@@ -63,22 +63,40 @@ def test_rows_are_identical_whatever_the_backend(scenario, tmp_path):
 
 
 def test_an_interrupted_sweep_resumes_to_the_same_csv(scenario, tmp_path):
+    from planner.results import PLAN_ROW_FIELDS
+    from planner.sweep import fingerprint
+
     ref = tmp_path / "ref.csv"
     sweep(scenario, SETS, out=ref)
     text = ref.read_text()
     lines = text.splitlines(keepends=True)
     out = tmp_path / "s.csv"
-    # two whole points, then a write torn in the middle of the third
-    kept = [ln for ln in lines[1:] if ln.split(",")[0] in ("0", "1")]
-    torn = next(ln for ln in lines[1:] if ln.startswith("2,"))[:12]
-    (tmp_path / "s.csv.partial").write_text(lines[0] + "".join(kept) + torn)
+    fields = ["point", *(k for k, _ in SETS), *PLAN_ROW_FIELDS]
+    stamp = fingerprint(str(scenario), SETS, 0, 0, (), fields)
+    # points 0 and 1 written whole; point 2's rows cut mid-line, its journal entry too
+    rows = {p: [ln for ln in lines[1:] if ln.split(",")[0] == p] for p in ("0", "1", "2")}
+    (tmp_path / "s.csv.partial").write_text(
+        lines[0] + "".join(rows["0"] + rows["1"]) + rows["2"][0][:12]
+    )
+    journal = tmp_path / "s.csv.partial.done"
+    journal.write_text(f"{stamp}\n0 {len(rows['0'])}\n1 {len(rows['1'])}\n2 ")
     s = sweep(scenario, SETS, out=out, resume=True)
     assert out.read_text() == text
+    assert not journal.exists() and not (tmp_path / "s.csv.partial").exists()
     assert sum(p.result is None for p in s.points) == 2  # read back, not solved again
-    # a partial file of another sweep is refused, not mixed in
-    (tmp_path / "s.csv.partial").write_text("point,other\n0,1\n")
-    r = run("sweep", scenario, "--set", "workloads.chat.users=100", "--out", out, "--resume")
+
+    def cells(sw):  # resumed rows come back with the types of a fresh run's
+        return [[{k: r.get(k) for k in fields} for r in p.rows] for p in sw.points]
+
+    assert cells(s) == cells(sweep(scenario, SETS))
+    # a partial file of another sweep (other values) is refused, not mixed in
+    (tmp_path / "s.csv.partial").write_text(lines[0] + "".join(rows["0"]))
+    journal.write_text(f"{stamp}\n0 {len(rows['0'])}\n")
+    r = run("sweep", scenario, "--set", "workloads.chat.users=5000", "--out", out, "--resume")
     assert r.exit_code == 2 and "different sweep" in r.output
+    (tmp_path / "s.csv.partial").write_bytes(b"\xff\xfe\x00garbage")
+    r = run("sweep", scenario, "--set", "workloads.chat.users=100", "--out", out, "--resume")
+    assert r.exit_code == 2 and "delete it" in r.output
     r = run("sweep", scenario, "--set", "workloads.chat.users=100", "--resume")
     assert r.exit_code == 2 and "--resume needs --out" in r.output
     r = run("sweep", scenario, "--set", "workloads.chat.users=100", "--cluster", "nowhere")
@@ -155,3 +173,16 @@ def test_progress_shows_on_a_terminal_only():
             bar.step()
     assert "sweep 4/4 (100%)" in tty.getvalue() and "left" in tty.getvalue()
     assert pipe.getvalue() == ""
+
+
+def test_draws_the_scenario_refuses_name_the_sample(tmp_path):
+    p = tmp_path / "u.yaml"
+    p.write_text(SCENARIO.format(users="{dist: normal, mean: 100, sd: 400}"))
+    r = run("sweep", p, "--samples", "20")
+    assert r.exit_code == 2 and "sample" in r.output and "low:" in r.output, r.output
+    p.write_text(SCENARIO.format(users="{dist: triangular, low: 400, mode: 400, high: 400}"))
+    r = run("sweep", p, "--samples", "2", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert {pt["set"]["workloads.chat.users"] for pt in json.loads(r.output)["points"]} == {400.0}
+    r = run("sweep", p, "--set", "budget.max_usd=1e6", "--set", "budget.max_usd=2e6")
+    assert r.exit_code == 2 and "given twice" in r.output
