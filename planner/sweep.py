@@ -328,16 +328,7 @@ def _resume(partial: Path, stamp: str, n_points: int) -> dict[int, list[dict]]:
 
 def _typed(v: str | None):
     """A CSV cell read back as the value a fresh run holds (numbers, booleans, empty)."""
-    if v is None or v == "":
-        return None
-    if v in ("True", "False"):
-        return v == "True"
-    for cast in (int, float):
-        try:
-            return cast(v)
-        except ValueError:
-            pass
-    return v
+    return None if not v else parse_value(v)
 
 
 def _csv_text(rows: list[dict], fields: list[str], header: bool) -> str:

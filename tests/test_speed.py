@@ -21,6 +21,19 @@ CONFIGS = [
 ]
 
 
+def _chat(**targets) -> LLMWorkload:
+    return LLMWorkload(
+        name="chat",
+        model="llama-3.1-8b",
+        users=1000.0,
+        hours_per_person=2.0,
+        utilisation=0.5,
+        input_tokens=1500,
+        output_tokens=300,
+        **targets,
+    )
+
+
 def _steps(think=0.0):
     out = []
     for model, gpu, tp, w in CONFIGS:
@@ -51,17 +64,7 @@ def test_batched_capacity_search_equals_one_candidate_at_a_time():
     items = _steps()
     bindings = set()
     for ttft, tps in ((1.5, 20.0), (0.25, None), (30.0, None)):
-        w = LLMWorkload(
-            name="chat",
-            model="llama-3.1-8b",
-            users=1000.0,
-            hours_per_person=2.0,
-            utilisation=0.5,
-            input_tokens=1500,
-            output_tokens=300,
-            ttft_s=ttft,
-            tokens_per_s=tps,
-        )
+        w = _chat(ttft_s=ttft, tokens_per_s=tps)
         capacity._MEMO.clear()
         batched = llm_capacities(items, w)
         capacity._MEMO.clear()
@@ -170,15 +173,7 @@ def test_the_command_line_loads_only_what_a_command_uses():
 def test_operating_points_computed_together_equal_one_at_a_time():
     from planner.capacity import _operating_point, operating_points
 
-    w = LLMWorkload(
-        name="chat",
-        model="llama-3.1-8b",
-        users=1000.0,
-        hours_per_person=2.0,
-        utilisation=0.5,
-        input_tokens=1500,
-        output_tokens=300,
-    )
+    w = _chat()
     items = [(ev, n) for (ev, _), n in zip(_steps(), (1, 7, 40, 3, 120), strict=True)]
     capacity._MEMO.clear()
     operating_points(items, w)
