@@ -76,9 +76,11 @@ def engine(spec: str | Engine) -> Engine:
         ) from None
 
 
-# Speech (Whisper) serving engines, the first the default: their speed differences are host
-# time per decoding step (estimator.families.asr, fitted in calibration.yaml); listed here so
-# the command line can offer them without loading the model families.
+# Speech (Whisper) serving engines: their speed differences are host time per decoding step
+# (estimator.families.asr, fitted in calibration.yaml); listed here so the command line can
+# offer them without loading the model families. The first is the default: what most
+# self-hosted transcription servers run (WhisperX and speaches build on it), and the engine
+# with the most published runs.
 SPEECH_ENGINES: dict[str, str] = {
     "faster-whisper": "faster-whisper (CTranslate2; also under WhisperX and speaches)",
     "transformers": "Hugging Face transformers pipeline (eager PyTorch, Python generate loop)",

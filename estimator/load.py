@@ -369,7 +369,7 @@ def load_point(
     (:meth:`Steps.stack`): ``config`` gives each user count's configuration, and all are
     solved together."""
     n = np.atleast_1d(np.asarray(users, float))
-    st = steps.at(config) if steps.stacked else steps
+    st = steps.at(config)
     o, e, i_tok = st.output_tokens, st.tokens_per_iter, st.input_tokens
     c = np.maximum(st.slots, 1)
     x_max = saturation_rate(st)

@@ -39,9 +39,7 @@ def check_targets(w: LLMWorkload, op, where: str, gpu) -> None:
 def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
     """The plan a solution describes: assignments with their operating points, GPUs by
     type, cost, power and cost per million output tokens."""
-    by_w: dict[str, list[tuple[_Option, int]]] = {}
-    for i, n in sorted(sol.replicas.items()):
-        by_w.setdefault(options[i].opt.workload, []).append((options[i], n))
+    by_w = _by_workload(options, sol)
     assignments = []
     for w in space.sc.workloads:
         rows = by_w.get(w.name, [])
@@ -52,7 +50,7 @@ def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
             continue
         for o, n in rows:
             share, load = _load(o, n, served, need)
-            op = _operating_point(space, o, w, min(load, o.cap.units))
+            op = operating_point(o.ev, w, min(load, o.cap.units), o.split)
             check_targets(
                 w, op, f"{o.cand.label()} at {min(load, o.cap.units)} sessions", o.cand.gpu
             )
@@ -206,14 +204,20 @@ def _load(o: _Option, n: int, served: float, need: float) -> tuple[float, int]:
     return share, max(1, math.ceil(need * share / n))
 
 
+def _by_workload(options: list[_Option], sol: Solution) -> dict[str, list[tuple[_Option, int]]]:
+    """The solution's replicas, (option, count) per workload."""
+    by_w: dict[str, list[tuple[_Option, int]]] = {}
+    for i, n in sorted(sol.replicas.items()):
+        by_w.setdefault(options[i].opt.workload, []).append((options[i], n))
+    return by_w
+
+
 def prefetch_points(space: SearchSpace, plans: list[tuple[list[_Option], Solution]]) -> None:
     """The operating points the plans of these solutions will read, computed together (one
     stacked load evaluation per workload) before the plans are assembled."""
     wanted: dict[str, list] = {}
     for options, sol in plans:
-        by_w: dict[str, list[tuple[_Option, int]]] = {}
-        for i, n in sorted(sol.replicas.items()):
-            by_w.setdefault(options[i].opt.workload, []).append((options[i], n))
+        by_w = _by_workload(options, sol)
         for w in space.sc.workloads:
             rows = by_w.get(w.name, [])
             if not KINDS[w.kind].language_model or not rows:
@@ -227,11 +231,3 @@ def prefetch_points(space: SearchSpace, plans: list[tuple[list[_Option], Solutio
     for w in space.sc.workloads:
         if w.name in wanted:
             operating_points(wanted[w.name], w)
-
-
-def _operating_point(space: SearchSpace, o: _Option, w: LLMWorkload, sessions: int):
-    """Metrics at a load, cached: alternatives and per-GPU plans revisit the same points."""
-    key = (o.opt.key, w.name, sessions)
-    if key not in space._op_cache:
-        space._op_cache[key] = operating_point(o.ev, w, sessions, o.split)
-    return space._op_cache[key]

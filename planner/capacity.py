@@ -221,7 +221,7 @@ def llm_capacities(items: list[tuple[Evaluator, Steps]], w: LLMWorkload) -> list
             order = list(asks)
             users = np.concatenate([asks[k] for k in order])
             config = np.concatenate([np.full(len(asks[k]), k) for k in order])
-            lp = load_point(stacked, users, think, w.ttft_percentile, config=config)
+            lp = _stacked_points(stacked, w, users, config)
             start, nxt = 0, {}
             for k in order:
                 part = lp.take(slice(start, start + len(asks[k])))
@@ -232,6 +232,13 @@ def llm_capacities(items: list[tuple[Evaluator, Steps]], w: LLMWorkload) -> list
                     out[todo[k]] = _remember(keys[todo[k]], done.value)
             asks = nxt
     return out  # type: ignore[return-value]
+
+
+def _stacked_points(stacked: Steps, w: LLMWorkload, users, config):
+    """The load points of many replicas (one configuration per user count) under the
+    workload's serving: users' arrivals spread in time, as :func:`_curve` gives one replica
+    (the planner sizes for people, not a benchmark harness)."""
+    return load_point(stacked, users, w.serving().think_time_s, w.ttft_percentile, config=config)
 
 
 def _search(w: LLMWorkload, gpu, slots: int, n_hi: int):
@@ -294,8 +301,7 @@ def operating_points(items: list[tuple[Evaluator, int]], w: LLMWorkload) -> None
         return
     stacked = Steps.stack([steps_for(ev, w) for ev, _ in todo.values()])
     users = np.array([max(n, 1) for _, n in todo.values()], float)
-    think = w.serving().think_time_s
-    lp = load_point(stacked, users, think, w.ttft_percentile, config=np.arange(len(todo)))
+    lp = _stacked_points(stacked, w, users, np.arange(len(todo)))
     for k, (key, (ev, sessions)) in enumerate(todo.items()):
         _remember(key, _point_of(ev, w, sessions, lp.take(slice(k, k + 1))))
 

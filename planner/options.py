@@ -130,7 +130,6 @@ class SearchSpace:
             if KINDS[w.kind].note:
                 self.notes.append(KINDS[w.kind].note(w))
         self.options: list[_Option] = []
-        self._op_cache: dict[tuple, object] = {}
         self.excluded: dict[str, list[tuple[str, str]]] = {}
         self.best_seen: dict[str, list[tuple[Candidate, Capacity]]] = {}
         for w in sc.workloads:

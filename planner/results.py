@@ -90,6 +90,10 @@ class Plan:
         n = sum(u["count"] for u in self.spares)
         return s + (f" + {n} spare{'s' if n > 1 else ''}" if n else "")
 
+    def title(self) -> str:
+        """What to order, or the GPUs by type where a plan has no units."""
+        return self.order_label() or self.label()
+
     def to_dict(self) -> dict:
         return plan_json(self)
 
@@ -193,8 +197,9 @@ class Sweep:
     samples: int = 0
 
     @property
-    def results(self) -> list[tuple[dict, dict | None]]:
-        return [(p.point, p.result) for p in self.points]
+    def swept(self) -> list[str]:
+        """The swept keys (the drawn ones follow "sample" in :attr:`keys`)."""
+        return self.keys[: self.keys.index("sample")] if "sample" in self.keys else self.keys
 
     def to_dict(self) -> list[dict] | dict:
         pts = [p.result or {"set": p.point, "resumed": True, "rows": p.rows} for p in self.points]
@@ -217,7 +222,7 @@ class Sweep:
         plan and the p10/p50/p90 of the recommended fleet's GPUs and cost."""
         import numpy as np
 
-        swept = [k for k in self.keys if k != "sample" and not self._drawn(k)]
+        swept = self.swept
         groups: dict[tuple, list[SweepPoint]] = {}
         for p in self.points:
             groups.setdefault(tuple(p.point.get(k) for k in swept), []).append(p)
@@ -232,10 +237,6 @@ class Sweep:
                     row[f"{name}_p{q}"] = float(np.percentile(v, q)) if v.size else None
             out.append(row)
         return out
-
-    def _drawn(self, key: str) -> bool:
-        i = self.keys.index("sample") if "sample" in self.keys else len(self.keys)
-        return self.keys.index(key) > i
 
 
 # ---- JSON ---------------------------------------------------------------------------

@@ -79,8 +79,8 @@ def sweep_points(
     Every point is validated here, so bad input stops the sweep before any solve."""
     combos = sweep_combinations(sets) if sets else [{}]
     keys = [k for k, _ in sets]
+    node, data = load_yaml(Path(scenario))  # read once; every point's overrides checked
     if samples:
-        _, data = load_yaml(Path(scenario))
         dists = find_distributions(data)
         if not dists:
             raise ScenarioError(
@@ -94,14 +94,14 @@ def sweep_points(
         # a swept key fixes its value: it is not drawn
         drawn = [k for k in sorted(dists) if k not in keys]
         keys += ["sample", *drawn]
-        points = []
-        for c in combos:
-            for k in range(samples):
-                d = draw_all(dists, seed, k)
-                points.append({**c, "sample": k, **{x: d[x] for x in drawn}})
+        draws = [draw_all(dists, seed, k) for k in range(samples)]  # the same for every combination
+        points = [
+            {**c, "sample": k, **{x: d[x] for x in drawn}}
+            for c in combos
+            for k, d in enumerate(draws)
+        ]
     else:
         points = combos
-    node, data = load_yaml(Path(scenario))  # read once; every point's overrides checked
     for pt in points:
         try:
             validate_scenario(Path(scenario), node, data, _overrides(pt))

@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from estimator.engines import ENGINES, KNOBS
+from estimator.engines import ENGINES, KNOBS, SPEECH_ENGINES
 from estimator.errors import EstimatorError
-from estimator.families.asr import ASR_ENGINES, DEFAULT_ASR_ENGINE, asr_engine
+from estimator.families.asr import DEFAULT_ASR_ENGINE, asr_engine
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 from estimator.load import ServingOptions, Speculative
 
@@ -157,7 +157,9 @@ class SpeechWorkload(_FamilyWorkload):
     utilisation: float = Field(1.0, ge=0.01, le=1, description="for audio_hours_per_day")
     max_rtf: float = Field(0.5, gt=0, le=1, description="processing s per audio s, per stream")
     beam: int = Field(1, ge=1, le=64)
-    engine: str = Field(DEFAULT_ASR_ENGINE, description="serving engine: " + ", ".join(ASR_ENGINES))
+    engine: str = Field(
+        DEFAULT_ASR_ENGINE, description="serving engine: " + ", ".join(SPEECH_ENGINES)
+    )
 
     @field_validator("engine")
     @classmethod

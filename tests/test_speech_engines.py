@@ -9,8 +9,9 @@ from click.testing import CliRunner
 import estimator
 from estimator import EstimatorError, Parallel, get_gpu
 from estimator.efficiency import calibration, engine_host
+from estimator.engines import SPEECH_ENGINES
 from estimator.families import FamilyOptions, get_family_model
-from estimator.families.asr import ASR_ENGINES, HOST_FITTED, estimate_asr
+from estimator.families.asr import HOST_FITTED, estimate_asr
 from planner.cli import main
 
 
@@ -133,5 +134,5 @@ def test_scenario_engine_changes_the_fleet_and_bad_names_exit_2(tmp_path):
 
 def test_every_engine_is_listed_on_the_cli():
     r = CliRunner().invoke(main, ["estimate", "--help"])
-    for e in ASR_ENGINES:
+    for e in SPEECH_ENGINES:
         assert e in r.output

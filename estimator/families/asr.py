@@ -33,22 +33,19 @@ from .registry import Family, FamilyPreset, register
 # model families'), so each engine adds the host time per decoding step that
 # `planner calibrate` fits from its published runs (estimator/calibration.yaml,
 # family_engines.asr). Graph-captured engines have no entry: the LLM-fitted per-step costs.
-ASR_ENGINES = SPEECH_ENGINES  # the table lives with the other engines (estimator.engines)
 # the engines whose host loop bounds them: each has its host time fitted from its published runs
 HOST_FITTED = ("faster-whisper", "transformers", "openai-whisper")
-# the default is what most self-hosted transcription servers run (WhisperX and speaches
-# build on it), and the engine with the most published runs
-DEFAULT_ASR_ENGINE = "faster-whisper"
+DEFAULT_ASR_ENGINE = next(iter(SPEECH_ENGINES))  # the table's first (estimator.engines)
 
 
 def asr_engine(name: str | None) -> str:
     """A speech engine's name, checked (None: the default)."""
     n = (name or DEFAULT_ASR_ENGINE).lower()
-    if n not in ASR_ENGINES:
-        near = closest(n, list(ASR_ENGINES))
+    if n not in SPEECH_ENGINES:
+        near = closest(n, list(SPEECH_ENGINES))
         hint = f" Did you mean: {', '.join(near)}?" if near else ""
         raise EstimatorError(
-            f"unknown speech engine '{name}'.{hint} Speech engines: {', '.join(ASR_ENGINES)}"
+            f"unknown speech engine '{name}'.{hint} Speech engines: {', '.join(SPEECH_ENGINES)}"
         )
     return n
 
@@ -184,7 +181,7 @@ def estimate_asr(
     engine: str | None = None,
 ) -> FamilyEstimate:
     """``batch`` streams transcribed together, window by window (30 s each), by ``engine``
-    (:data:`ASR_ENGINES`). ``tokens_per_audio_s``: text tokens per second of speech (~150
+    (:data:`SPEECH_ENGINES`). ``tokens_per_audio_s``: text tokens per second of speech (~150
     words/min at ~1.3 tokens per word); ``streams_per_replica``: real-time streams at
     ``max_rtf`` or better."""
     eng = asr_engine(engine)
@@ -230,12 +227,12 @@ def engine_note(engine: str | None) -> str:
     host = engine_host("asr", eng)
     if host.rows:
         return (
-            f"engine {eng}: {ASR_ENGINES[eng]}; its host time per decoder layer per step "
+            f"engine {eng}: {SPEECH_ENGINES[eng]}; its host time per decoder layer per step "
             f"({host.layer_us:.0f} us + {host.layer_seq_us:.1f} us per sequence) is fitted "
             f"on {host.rows} published runs (docs/VALIDATION.md)"
         )
     return (
-        f"engine {eng}: {ASR_ENGINES[eng]}; no engine-specific host time fitted (no "
+        f"engine {eng}: {SPEECH_ENGINES[eng]}; no engine-specific host time fitted (no "
         "published run), so this is as fast as the GPU allows: eager engines measure 5-20x "
         "slower (docs/VALIDATION.md)"
     )
@@ -289,4 +286,4 @@ def _estimate(
     )
 
 
-register(Family("asr", build_whisper, _estimate, engines=tuple(ASR_ENGINES)))
+register(Family("asr", build_whisper, _estimate, engines=tuple(SPEECH_ENGINES)))

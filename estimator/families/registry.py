@@ -61,11 +61,6 @@ def register(family: Family) -> Family:
     return family
 
 
-def family_engines() -> list[str]:
-    """Every engine some family tells apart, in registry order."""
-    return list(dict.fromkeys(e for f in FAMILIES.values() for e in f.engines))
-
-
 def family_of(model: Any) -> Family | None:
     """The registry row of a built model's family; None for a language model."""
     return FAMILIES.get(getattr(model, "family", ""))

@@ -99,7 +99,7 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
         return "\n".join(out) + "\n" + (excluded_text(r) if explain else "")
     p = r.plan
     verb = "buy" if r.basis == "purchase" else "rent"
-    out.append(f"Recommendation: {verb} {p.order_label() or p.label()}")
+    out.append(f"Recommendation: {verb} {p.title()}")
     out.append(tabulate(_assign_rows(p), headers=ASSIGN_HEAD))
     out.append("")
     if p.units and p.units[0]["kind"] != "gpu":
@@ -137,7 +137,7 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
         rows = [
             [
                 i + 1,
-                q.order_label() or q.label(),
+                q.title(),
                 q.total_gpus,
                 _money(q.cost_usd),
                 _money(q.cost_per_year_usd),
@@ -153,7 +153,7 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
     if r.fewer_vendors:
         q = r.fewer_vendors
         out.append(
-            f"With one vendor fewer: {q.order_label() or q.label()}, {_money(q.cost_usd)} "
+            f"With one vendor fewer: {q.title()}, {_money(q.cost_usd)} "
             f"({100 * (q.cost_usd / p.cost_usd - 1):+.1f}%)"
         )
         out.append("")
@@ -162,7 +162,7 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
         rows = [
             [
                 i + 2,
-                (q.order_label() or q.label()) + ("" if q.optimal else " (not proven optimal)"),
+                q.title() + ("" if q.optimal else " (not proven optimal)"),
                 "; ".join(
                     f"{a.workload}: {a.replicas}x{a.gpus_per_replica} {a.gpu} {a.split()}"
                     for a in q.assignments
@@ -195,7 +195,7 @@ def compare_table(c: Comparison) -> str:
             rows.append(
                 [
                     g.group,
-                    p.order_label() or p.label(),
+                    p.title(),
                     p.total_gpus,
                     _money(p.cost_usd),
                     _money(p.cost_per_year_usd),
@@ -216,7 +216,7 @@ def sweep_table(s: Sweep) -> str:
     combination."""
     if s.samples:
         d = s.distribution()
-        swept = [k for k in d[0] if k not in _DIST_COLS] if d else []
+        swept = s.swept
         body = [
             [
                 *(r[k] for k in swept),
@@ -251,11 +251,6 @@ def sweep_table(s: Sweep) -> str:
     return tabulate(
         rows, headers=[*s.keys, "feasible", "fleet", "GPUs", "cost", "$/M tok", "why not"]
     )
-
-
-_DIST_COLS = {"samples", "feasible_share"} | {
-    f"{n}_p{q}" for n in ("gpus", "cost_usd") for q in (10, 50, 90)
-}
 
 
 def _num(v, fmt: str) -> str:
