@@ -68,13 +68,15 @@ def _apply(opts: list):
     return deco
 
 
-_REPLICA_OPTIONS = [
+_MODEL_OPTIONS = [
     click.option(
         "--model", "model_name", help="Model preset name or alias (see `planner models list`)."
     ),
     click.option(
         "--model-config", type=click.Path(), help="Path to a local Hugging Face config.json."
     ),
+]
+_SPLIT_OPTIONS = [
     click.option(
         "--gpu", "gpu_name", required=True, help="Accelerator preset (see `planner gpus list`)."
     ),
@@ -95,6 +97,8 @@ _REPLICA_OPTIONS = [
     click.option(
         "--attention-dp", is_flag=True, help="Run attention data-parallel across the TP group."
     ),
+]
+_FORMAT_OPTIONS = [
     click.option(
         "--weights",
         type=click.Choice(list(WEIGHT_FORMATS), case_sensitive=False),
@@ -271,7 +275,10 @@ _FAMILY_OPTIONS = [
 ]
 
 
-replica_options = _apply(_REPLICA_OPTIONS)  # --model/--gpu/--gpus, split, formats, engine
+model_options = _apply(_MODEL_OPTIONS)  # --model / --model-config
+format_options = _apply(_FORMAT_OPTIONS)  # weights, KV, engine and its memory knobs
+# --model/--gpu/--gpus, split, formats, engine
+replica_options = _apply(_MODEL_OPTIONS + _SPLIT_OPTIONS + _FORMAT_OPTIONS)
 serving_options = _apply(_SERVING_OPTIONS)  # think time, prefix cache, chunking, speculation
 family_options = _apply(_FAMILY_OPTIONS)  # the non-LLM families' workload options
 FORMAT = click.option(

@@ -1,0 +1,231 @@
+"""``planner saturation``, ``planner scaling`` and ``planner fit``: the sizing calculator's
+three checks before a fleet is sized."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from estimator.errors import EstimatorError
+from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
+
+from .common import (
+    EXIT_INFEASIBLE,
+    FiniteRange,
+    dump,
+    format_options,
+    friendly_errors,
+    model_options,
+    presets_of,
+    replica_options,
+)
+from .estimate import TOKENS, _engine, _model, _split
+
+TABLE_JSON_CSV = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+    help="A table with a text chart, the JSON payload, or one CSV row per point.",
+)
+LENGTHS = [
+    click.option("--input-tokens", default=1024, **TOKENS),
+    click.option("--output-tokens", default=256, **TOKENS),
+]
+
+
+def _lengths(fn):
+    for opt in reversed(LENGTHS):
+        fn = opt(fn)
+    return fn
+
+
+def _formats(text: str | None, allowed, option: str) -> list[str] | None:
+    if not text:
+        return None
+    out = [x.strip().lower() for x in text.split(",") if x.strip()]
+    bad = [x for x in out if x not in allowed]
+    if bad:
+        raise EstimatorError(
+            f"{option}: unknown format {bad[0]!r}; choose from {', '.join(allowed)}"
+        )
+    return out
+
+
+def _emit(result, fmt: str, text) -> None:
+    if fmt == "json":
+        click.echo(dump(result.to_dict()))
+    elif fmt == "csv":
+        import pandas as pd
+
+        click.echo(pd.DataFrame(result.rows()).to_csv(index=False), nl=False)
+    else:
+        click.echo(text(result))
+
+
+@click.command("saturation")
+@replica_options
+@_lengths
+@click.option(
+    "--tokens-per-s",
+    type=FiniteRange(0, 1e7, min_open=True),
+    help="Per-user speed target: report the largest batch that still meets it (the crossing).",
+)
+@click.option(
+    "--threshold",
+    type=FiniteRange(0, 1, min_open=True, max_open=True),
+    default=0.1,
+    show_default=True,
+    help="Saturation: where one more sequence adds less than this share of a lone "
+    "sequence's speed.",
+)
+@click.option("--compare-weights", help="Overlay other weight formats, e.g. bf16,int4.")
+@click.option("--compare-kv", help="Overlay other KV formats, e.g. bf16,fp8.")
+@TABLE_JSON_CSV
+@click.pass_context
+@friendly_errors
+def saturation_cmd(ctx, model_name, model_config, gpu_name, fmt, **kw):
+    """Where aggregate throughput saturates while per-user speed keeps falling.
+
+    Decode speed of one replica against its batch, from one sequence to the memory limit:
+    the saturation batch, the crossing with a per-user target, and overlays for other
+    weight or KV formats. --gpus beyond TP x PP only adds replicas: the curve is one
+    replica's."""
+    from estimator.saturation import saturation
+
+    from ..render.sizing import saturation_text
+
+    split = _split(kw)
+    r = saturation(
+        _model(model_name, model_config),
+        gpu_name,
+        **split,
+        input_tokens=kw["input_tokens"],
+        output_tokens=kw["output_tokens"],
+        tokens_per_s=kw["tokens_per_s"],
+        threshold=kw["threshold"],
+        compare_weights=_formats(kw["compare_weights"], WEIGHT_FORMATS, "--compare-weights"),
+        compare_kv=_formats(kw["compare_kv"], KV_FORMATS, "--compare-kv"),
+        presets=presets_of(ctx),
+    )
+    _emit(r, fmt, saturation_text)
+
+
+@click.command("scaling")
+@model_options
+@click.option(
+    "--gpu",
+    "gpu_names",
+    required=True,
+    help="GPU type(s), comma-separated, e.g. an NVLink part and its PCIe sibling.",
+)
+@format_options
+@_lengths
+@click.option(
+    "--batch",
+    type=click.IntRange(1, 1_000_000),
+    default=1,
+    show_default=True,
+    help="Sequences per replica.",
+)
+@click.option(
+    "--max-gpus",
+    type=click.IntRange(1, 64),
+    default=8,
+    show_default=True,
+    help="Largest GPU count per replica (powers of two up to it).",
+)
+@click.option(
+    "--modes",
+    default="tp,pp",
+    show_default=True,
+    help="Splits to scale: tp (tensor parallel) and/or pp (pipeline parallel).",
+)
+@click.option(
+    "--min-gain",
+    type=FiniteRange(0, 1, min_open=True),
+    default=0.5,
+    show_default=True,
+    help="A doubling is worth it while each added GPU brings at least this share of the "
+    "per-GPU throughput before it.",
+)
+@TABLE_JSON_CSV
+@click.pass_context
+@friendly_errors
+def scaling_cmd(ctx, model_name, model_config, gpu_names, fmt, **kw):
+    """Whether another GPU helps: one replica over 1, 2, 4 ... GPUs.
+
+    TTFT, time per output token and throughput per replica and per GPU against the GPU
+    count, split by TP (and PP), for each GPU type, with the share of each step spent in
+    collectives and the count past which another GPU adds less than it costs."""
+    from estimator.scaling import scaling
+
+    from ..render.sizing import scaling_text
+
+    weights, kv, engine = kw.pop("weights"), kw.pop("kv"), _engine(kw)
+    r = scaling(
+        _model(model_name, model_config),
+        gpu_names,
+        weights=weights,
+        kv=kv,
+        engine=engine,
+        batch=kw["batch"],
+        input_tokens=kw["input_tokens"],
+        output_tokens=kw["output_tokens"],
+        max_gpus=kw["max_gpus"],
+        modes=tuple(m.strip().lower() for m in kw["modes"].split(",") if m.strip()),
+        min_gain=kw["min_gain"],
+        presets=presets_of(ctx),
+    )
+    _emit(r, fmt, scaling_text)
+
+
+@click.command("fit")
+@model_options
+@format_options
+@_lengths
+@click.option(
+    "--users",
+    type=click.IntRange(1, 1_000_000),
+    default=1,
+    show_default=True,
+    help="Sequences that must fit at once in one replica.",
+)
+@click.option("--gpu", "gpu_names", help="Only these GPU types, comma-separated (default: all).")
+@click.option(
+    "--max-gpus",
+    type=click.IntRange(1, 4096),
+    default=64,
+    show_default=True,
+    help="Most GPUs per replica to try.",
+)
+@TABLE_JSON_CSV
+@click.pass_context
+@friendly_errors
+def fit_cmd(ctx, model_name, model_config, gpu_names, fmt, **kw):
+    """The smallest configuration that holds the model: for every GPU type, the fewest GPUs
+    (and split) that hold the weights and --users sequences, with the largest batch that
+    fits and the speed there, cheapest first. Exit 1 when no GPU type holds it."""
+    from ..minimum import minimum_fit
+    from ..render.sizing import fit_text
+
+    weights, kv, engine = kw.pop("weights"), kw.pop("kv"), _engine(kw)
+    names = [g.strip() for g in gpu_names.split(",") if g.strip()] if gpu_names else None
+    r = minimum_fit(
+        _model(model_name, model_config),
+        input_tokens=kw["input_tokens"],
+        output_tokens=kw["output_tokens"],
+        users=kw["users"],
+        weights=weights,
+        kv=kv,
+        engine=engine,
+        gpus=names,
+        max_gpus=kw["max_gpus"],
+        presets=presets_of(ctx),
+    )
+    _emit(r, fmt, fit_text)
+    if not any(f.fits for f in r.by_gpu):
+        click.echo("no GPU type holds it: see the reasons above", err=True)
+        sys.exit(EXIT_INFEASIBLE)
