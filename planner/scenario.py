@@ -20,7 +20,7 @@ from .errors import ScenarioError
 from .kinds import KINDS
 from .uncertain import find_distributions
 from .workloads import STRICT
-from .yaml_input import load_yaml
+from .yaml_input import load_yaml, parse_yaml
 
 MAX_ERRORS = 20  # errors listed at most; the count of the rest follows
 MAX_WORKLOADS = 32  # workloads in one scenario: each multiplies the search
@@ -149,6 +149,14 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     p = Path(path)
     node, data = load_yaml(p)
     return validate_scenario(p, node, data, overrides)
+
+
+def scenario_from_text(text: str, name: str = "scenario") -> Scenario:
+    """A scenario given as YAML or JSON text (the page's solve), checked as a file is;
+    errors name ``name`` and the line."""
+    p = Path(name)
+    node, data = parse_yaml(text, p)
+    return validate_scenario(p, node, data)
 
 
 def validate_scenario(

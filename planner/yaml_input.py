@@ -97,7 +97,14 @@ def _check_tree(root: yaml.Node, p: Path) -> None:
 
 def load_yaml(p: Path) -> tuple[yaml.Node | None, Any]:
     """(the node tree, for error locations; the data) of a YAML file, checked as above."""
-    text = read_text(p)
+    return parse_yaml(read_text(p), p)
+
+
+def parse_yaml(text: str, p: Path) -> tuple[yaml.Node | None, Any]:
+    """(the node tree; the data) of YAML (or JSON) ``text``, checked as above; errors name
+    ``p`` (a file, or what the text came from) and the line."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise ScenarioError(f"{p}: a scenario may be at most {MAX_BYTES:,} bytes")
     loader = None
     try:
         loader = ScenarioLoader(text)  # the reader refuses control characters here already

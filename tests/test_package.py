@@ -17,6 +17,10 @@ COMMANDS = [
     "sweep",
     "estimate",
     "curve",
+    "saturation",
+    "scaling",
+    "fit",
+    "serve",
     "models",
     "gpus",
     "servers",
@@ -74,6 +78,10 @@ def test_wheel_carries_every_subpackage_and_its_data(installed):
         "presets/families/diffusion/flux1-dev.yaml",
         "presets/servers/servers.yaml",
         "presets/instances/clouds.yaml",
+        "planner/web/static/index.html",
+        "planner/web/static/app.js",
+        "planner/web/static/draw.js",
+        "planner/web/static/style.css",
     ):
         assert required in names, required
 
@@ -82,9 +90,13 @@ def test_installed_wheel_solves_validates_and_estimates_from_any_folder(installe
     env_dir, _ = installed
     scenario = tmp_path / "chat.yaml"
     scenario.write_text((ROOT / "scenarios" / "chat-assistant.yaml").read_text())
-    solved = _run(env_dir, tmp_path, "solve", str(scenario), "--format", "json")
+    report = tmp_path / "plan.html"
+    solved = _run(
+        env_dir, tmp_path, "solve", str(scenario), "--format", "json", "--report", str(report)
+    )
     assert solved.returncode == 0, solved.stderr
     assert json.loads(solved.stdout)["feasible"] is True
+    assert "function drawFleet" in report.read_text()  # the page's drawing, from the wheel
     listed = _run(env_dir, tmp_path, "instances", "list", "--cloud", "aws", "--format", "json")
     assert listed.returncode == 0 and json.loads(listed.stdout), listed.stderr
     est = _run(env_dir, tmp_path, "estimate", "--model", "flux1-dev", "--gpu", "h100-sxm")

@@ -14,6 +14,7 @@ import click
 from .catalog import gpus_group, instances_group, models_group, servers_group
 from .estimate import curve_cmd, estimate_cmd
 from .plans import compare_cmd, solve_cmd, sweep_cmd
+from .serve import serve_cmd
 from .sizing import fit_cmd, saturation_cmd, scaling_cmd
 from .validation import calibrate_cmd, validate_cmd
 
@@ -42,6 +43,7 @@ for _cmd in (
     saturation_cmd,
     scaling_cmd,
     fit_cmd,
+    serve_cmd,
     models_group,
     gpus_group,
     servers_group,

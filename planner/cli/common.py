@@ -32,14 +32,35 @@ class FiniteRange(click.FloatRange):
         return v
 
 
+def collecting(ctx: click.Context) -> bool:
+    """Whether the command runs for a caller that takes its result object instead of
+    printed output (the page's API, :mod:`planner.web.api`): same parsing, same checks,
+    same function, same payload."""
+    obj = ctx.find_root().obj
+    return bool(isinstance(obj, dict) and obj.get("collect"))
+
+
+def handed_over(ctx: click.Context, result: Any) -> bool:
+    """Hand ``result`` to a collecting caller (True), or leave it to the command to print
+    (False)."""
+    if not collecting(ctx):
+        return False
+    ctx.find_root().obj["result"] = result
+    return True
+
+
 def friendly_errors(fn):
-    """Bad input becomes one clear line on stderr and exit code 2, never a traceback."""
+    """Bad input becomes one clear line on stderr and exit code 2, never a traceback (for a
+    collecting caller the error itself, which it answers with the same message)."""
 
     @functools.wraps(fn)
     def wrapper(*a, **kw):
         try:
             return fn(*a, **kw)
         except EstimatorError as e:
+            ctx = click.get_current_context(silent=True)
+            if ctx is not None and collecting(ctx):
+                raise
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_BAD_INPUT)
 

@@ -19,6 +19,7 @@ from .common import (
     family_options,
     friendly_errors,
     given,
+    handed_over,
     presets_of,
     replica_options,
     serving_from,
@@ -112,6 +113,8 @@ def estimate_cmd(ctx, model_name, model_config, gpu_name, batch, fmt, **kw):
         **split,
         **serving,
     )
+    if handed_over(ctx, e):
+        return
     click.echo(dump(e.to_dict()) if fmt == "json" else estimate_text(e))
     if not e.fits:
         click.echo(does_not_fit(e), err=True)
@@ -171,4 +174,5 @@ def curve_cmd(ctx, model_name, model_config, gpu_name, users_list, at_users, fmt
         **_serving(kw),
         **kw,
     )
-    click.echo(dump(c.to_dict()) if fmt == "json" else curve_text(c))
+    if not handed_over(ctx, c):
+        click.echo(dump(c.to_dict()) if fmt == "json" else curve_text(c))

@@ -4,6 +4,7 @@ imported when a command runs, so ``planner --help`` stays quick."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -30,9 +31,14 @@ SCENARIO = click.argument("scenario_file", type=click.Path())
     type=click.Choice(["vllm", "sglang", "trtllm"]),
     help="Also print each language-model replica's launch command for this engine.",
 )
+@click.option(
+    "--report",
+    type=click.Path(dir_okay=False),
+    help="Also write one self-contained HTML report (pictures and tables; prints to PDF).",
+)
 @click.pass_context
 @friendly_errors
-def solve_cmd(ctx, scenario_file, top, fmt, out, explain, emit):
+def solve_cmd(ctx, scenario_file, top, fmt, out, explain, emit, report):
     """The cheapest feasible fleet for a scenario, and ranked alternatives."""
     from estimator.files import write_csv
 
@@ -55,6 +61,14 @@ def solve_cmd(ctx, scenario_file, top, fmt, out, explain, emit):
             click.echo(launch_text(launches, emit), nl=False)
     if out:
         write_csv(res.rows(), out, inputs=(scenario_file,))
+    if report:
+        from estimator.files import atomic_write_text
+
+        from ..web.report import report_html
+        from ..yaml_input import read_text
+
+        html = report_html(res.to_dict(explain), read_text(Path(scenario_file)))
+        atomic_write_text(report, html, inputs=(scenario_file,))
     if not res.feasible:
         if fmt == "json":
             click.echo(f"no feasible plan: {res.reason}", err=True)

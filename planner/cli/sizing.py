@@ -13,9 +13,11 @@ from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 from .common import (
     EXIT_INFEASIBLE,
     FiniteRange,
+    collecting,
     dump,
     format_options,
     friendly_errors,
+    handed_over,
     model_options,
     presets_of,
     replica_options,
@@ -54,7 +56,9 @@ def _formats(text: str | None, allowed, option: str) -> list[str] | None:
     return out
 
 
-def _emit(result, fmt: str, text) -> None:
+def _emit(ctx, result, fmt: str, text) -> None:
+    if handed_over(ctx, result):
+        return
     if fmt == "json":
         click.echo(dump(result.to_dict()))
     elif fmt == "csv":
@@ -110,7 +114,7 @@ def saturation_cmd(ctx, model_name, model_config, gpu_name, fmt, **kw):
         compare_kv=_formats(kw["compare_kv"], KV_FORMATS, "--compare-kv"),
         presets=presets_of(ctx),
     )
-    _emit(r, fmt, saturation_text)
+    _emit(ctx, r, fmt, saturation_text)
 
 
 @click.command("scaling")
@@ -179,7 +183,7 @@ def scaling_cmd(ctx, model_name, model_config, gpu_names, fmt, **kw):
         min_gain=kw["min_gain"],
         presets=presets_of(ctx),
     )
-    _emit(r, fmt, scaling_text)
+    _emit(ctx, r, fmt, scaling_text)
 
 
 @click.command("fit")
@@ -225,7 +229,7 @@ def fit_cmd(ctx, model_name, model_config, gpu_names, fmt, **kw):
         max_gpus=kw["max_gpus"],
         presets=presets_of(ctx),
     )
-    _emit(r, fmt, fit_text)
-    if not any(f.fits for f in r.by_gpu):
+    _emit(ctx, r, fmt, fit_text)
+    if not collecting(ctx) and not any(f.fits for f in r.by_gpu):
         click.echo("no GPU type holds it: see the reasons above", err=True)
         sys.exit(EXIT_INFEASIBLE)

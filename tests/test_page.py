@@ -1,0 +1,356 @@
+"""The page (`planner serve`): its API against the CLI's JSON and messages, and the page
+itself in a real headless Chromium (Playwright driving the system browser). Browser tests
+skip without Chromium on a developer's machine, never under CI=true."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import main
+from planner.web.report import report_html
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "docs" / "screenshots"
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if path := shutil.which(name):
+            return path
+    return None
+
+
+@pytest.fixture(scope="module")
+def server():
+    import uvicorn
+
+    from planner.web.app import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(
+        uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
+    )
+    t = threading.Thread(target=srv.run, daemon=True)
+    t.start()
+    deadline = time.time() + 30
+    while not srv.started:
+        assert time.time() < deadline, "server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    t.join(10)
+
+
+def get(url: str, data: bytes | None = None) -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def cli_json(*args: str) -> dict:
+    r = CliRunner().invoke(main, [*args, "--format", "json"])
+    assert r.exit_code in (0, 1), r.output
+    return json.loads(r.stdout)
+
+
+# ---- the API -----------------------------------------------------------------------------
+def test_api_payloads_are_the_clis(server):
+    q = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "batch": 16, "input_tokens": 512}
+    status, body = get(f"{server}/api/estimate?{urlencode(q)}")
+    assert status == 200
+    cli = cli_json(
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--batch",
+        "16",
+        "--input-tokens",
+        "512",
+    )
+    assert body == cli
+    status, body = get(f"{server}/api/curve?{urlencode({'model': 'llama-3.1-8b', 'gpu': 'l4'})}")
+    assert status == 200 and body == cli_json("curve", "--model", "llama-3.1-8b", "--gpu", "l4")
+    scenario = (ROOT / "scenarios" / "chat-assistant.yaml").read_bytes()
+    status, body = get(f"{server}/api/solve", scenario)
+    assert status == 200
+    assert body == cli_json("solve", str(ROOT / "scenarios" / "chat-assistant.yaml"))
+
+
+@pytest.mark.parametrize(
+    "path,args",
+    [
+        (
+            "/api/estimate?model=lama-3.1-8b&gpu=h100",
+            ["estimate", "--model", "lama-3.1-8b", "--gpu", "h100"],
+        ),
+        (
+            "/api/estimate?model=llama-3.1-8b&gpu=h100&tp=3",
+            ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--tp", "3"],
+        ),
+        (
+            "/api/estimate?model=llama-3.1-8b&gpu=h100&batch=x",
+            ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "x"],
+        ),
+        (
+            "/api/saturation?model=llama-3.1-8b&gpu=h100&compare_kv=fp7",
+            ["saturation", "--model", "llama-3.1-8b", "--gpu", "h100", "--compare-kv", "fp7"],
+        ),
+    ],
+)
+def test_bad_input_is_422_with_the_clis_message(server, path, args):
+    status, body = get(server + path)
+    assert status == 422
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2
+    assert body["error"] in r.output
+
+
+@pytest.mark.parametrize(
+    "path,data,status,needle",
+    [
+        ("/api/estimate?model=llama-3.1-8b&gpu=h100&gpus=abc", None, 422, "--gpus"),
+        ("/api/estimate?model=llama-3.1-8b&gpu=h100&nope=1", None, 422, "no such option: --nope"),
+        ("/api/solve", b"workloads: [1", 422, "scenario:1: malformed YAML"),
+        ("/api/solve", b"\xff\xfe", 422, "UTF-8"),
+        ("/api/estimate?" + "a=1&" * 3000, None, 414, "query longer"),
+        ("/api/nothing", None, 404, "no such page"),
+    ],
+)
+def test_bad_requests_never_500(server, path, data, status, needle):
+    got, body = get(server + path, data)
+    assert got == status and needle in body["error"]
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(server):
+    import http.client
+
+    host, port = server.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.putrequest("POST", "/api/solve")
+    conn.putheader("Content-Length", "2000000")
+    conn.endheaders()
+    r = conn.getresponse()
+    assert r.status == 413 and "larger than" in json.loads(r.read())["error"]
+    conn.close()
+
+
+def test_docs_and_page_reference_nothing_outside(server):
+    for path in ("/", "/docs", "/static/app.js", "/static/draw.js", "/static/style.css"):
+        with urllib.request.urlopen(server + path) as r:
+            text = r.read().decode()
+            assert "Content-Security-Policy" in r.headers
+        for bad in ("http://", "https://", "//cdn", "fonts.googleapis"):
+            assert bad not in text.replace("http://www.w3.org/2000/svg", ""), (path, bad)
+
+
+def test_serve_refuses_a_public_host_without_the_flag():
+    r = CliRunner().invoke(main, ["serve", "--host", "0.0.0.0", "--no-open"])
+    assert r.exit_code == 2 and "--allow-remote" in r.output
+
+
+def test_report_is_self_contained(tmp_path):
+    out = tmp_path / "plan.html"
+    scenario = ROOT / "scenarios" / "chat-assistant.yaml"
+    r = CliRunner().invoke(main, ["solve", str(scenario), "--report", str(out)])
+    assert r.exit_code == 0 and out.exists()
+    html = out.read_text()
+    plan = cli_json("solve", str(scenario))
+    assert html == report_html(plan, scenario.read_text())
+    assert "<script src" not in html and "<link rel=" not in html
+    assert "https://" not in html and "http://" not in html.replace(
+        "http://www.w3.org/2000/svg", ""
+    )
+
+
+# ---- the page in a browser ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browser():
+    path = _chromium()
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Chromium is required under CI=true (apt-get install chromium)")
+        pytest.skip("no Chromium on this machine")
+    pw = pytest.importorskip("playwright.sync_api")
+    with pw.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    # the tests' own waits evaluate script text, which the page's policy forbids; one test
+    # below runs the page under its policy
+    ctx = browser.new_context(viewport={"width": 1280, "height": 1400}, bypass_csp=True)
+    pg = ctx.new_page()
+    pg.requests = []
+    pg.errors = []
+    pg.on("request", lambda r: pg.requests.append(r.url))
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    yield pg
+    assert not pg.errors, pg.errors
+    assert all(u.startswith(server) or u.startswith("data:") for u in pg.requests), pg.requests
+    ctx.close()
+
+
+def metric(pg, key: str) -> str:
+    loc = pg.locator(f'[data-metric="{key}"]').first
+    loc.wait_for(timeout=60_000)
+    return loc.get_attribute("data-value")
+
+
+def test_modelling_shows_the_clis_numbers_and_moves_with_a_slider(page, server):
+    page.goto(f"{server}/#tab=modelling&model=llama-3.1-8b&gpu=h100-sxm&batch=16&input-tokens=512")
+    cli = cli_json(
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--batch",
+        "16",
+        "--input-tokens",
+        "512",
+    )
+    page.wait_for_function("document.querySelector('[data-metric=\"tpot_s\"]') !== null")
+    for key in ("tpot_s", "ttft_s", "per_user_tokens_per_s", "output_tokens_per_s", "max_batch"):
+        assert float(metric(page, key)) == cli[key], key
+    assert metric(page, "bottleneck") == cli["bottleneck"]
+    for pic in ("memory-box", "pipe", "die", "interconnect", "saturation", "scaling"):
+        page.wait_for_selector(f'[data-picture="{pic}"] *', state="attached", timeout=60_000)
+    page.wait_for_selector('[data-metric="minimum_gpus"]', timeout=60_000)
+    # every control carries its CLI option name
+    names = page.eval_on_selector_all("[data-control]", "els => els.map(e => e.dataset.control)")
+    assert {"model", "gpu", "gpus", "tp", "batch", "input-tokens", "output-tokens"} <= set(names)
+    # drag the batch slider: the numbers and the address follow
+    before = metric(page, "tpot_s")
+    slider = page.locator('input[type="range"][data-control="batch"]')
+    box = slider.bounding_box()
+    page.mouse.move(box["x"] + 5, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2, steps=5)
+    page.mouse.up()
+    page.wait_for_function(
+        f"document.querySelector('[data-metric=\"tpot_s\"]').dataset.value !== '{before}'"
+    )
+    h = page.evaluate("location.hash")
+    batch = int(dict(x.split("=") for x in h[1:].split("&"))["batch"])
+    assert batch > 16
+    cli = cli_json(
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--batch",
+        str(batch),
+        "--input-tokens",
+        "512",
+    )
+    page.wait_for_function(
+        f"document.querySelector('[data-metric=\"tpot_s\"]').dataset.value === '{cli['tpot_s']!r}'"
+    )
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "modelling.png"), full_page=True)
+
+
+def test_the_page_works_under_its_own_content_policy(browser, server):
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    console = []
+    pg.on("console", lambda m: console.append(m.text))
+    pg.goto(f"{server}/#model=llama-3.1-8b&gpu=l4")
+    pg.locator('[data-metric="tpot_s"]').wait_for(timeout=60_000)
+    pg.locator('[data-picture="saturation"] polyline').first.wait_for(timeout=60_000)
+    assert not [m for m in console if "Content Security Policy" in m], console
+    ctx.close()
+
+
+def test_a_family_model_shows_its_own_units(page, server):
+    page.goto(f"{server}/#model=flux1-dev&gpu=h100-sxm&batch=1")
+    cli = cli_json("estimate", "--model", "flux1-dev", "--gpu", "h100-sxm")
+    assert float(metric(page, "images_per_s")) == cli["images_per_s"]
+    assert page.locator('[data-control="steps"]').is_visible()
+    assert not page.locator('[data-control="tp"]').is_visible()
+
+
+def test_workload_solves_as_the_cli_does(page, server, tmp_path):
+    bodies = []
+    page.on("request", lambda r: bodies.append(r.post_data) if r.method == "POST" else None)
+    page.goto(f"{server}/#tab=workload&model=llama-3.1-8b&w.users=500&w.basis=rental")
+    total = metric(page, "total_gpus")
+    assert bodies
+    f = tmp_path / "page.json"
+    f.write_text(bodies[-1])
+    cli = cli_json("solve", str(f))
+    assert int(total) == cli["total_gpus"]
+    assert metric(page, "order") == cli["order"]
+    assert float(metric(page, "cost_per_year_usd")) == cli["cost_per_year_usd"]
+    page.wait_for_selector('[data-picture="fleet"] rect', state="attached")
+    page.wait_for_selector('[data-picture="frontier"] rect', state="attached")
+    page.screenshot(path=str(SHOTS / "workload.png"), full_page=True)
+
+
+def test_curve_marks_the_clis_knee(page, server):
+    page.goto(f"{server}/#tab=curve&model=llama-3.1-8b&gpu=l4&c.ttft-s=1")
+    cli = cli_json(
+        "curve",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "l4",
+        "--input-tokens",
+        "1024",
+        "--output-tokens",
+        "256",
+        "--ttft-s",
+        "1",
+    )
+    assert int(metric(page, "knee_users")) == cli["knee_users"]
+    assert int(metric(page, "max_users_fit")) == cli["max_users_fit"]
+    page.wait_for_selector('[data-picture="curve"] polyline', state="attached")
+    page.screenshot(path=str(SHOTS / "curve.png"), full_page=True)
+
+
+def test_keyboard_phone_width_and_dark(browser, server):
+    ctx = browser.new_context(
+        viewport={"width": 390, "height": 844}, color_scheme="dark", bypass_csp=True
+    )
+    pg = ctx.new_page()
+    pg.goto(f"{server}/#model=llama-3.1-8b")
+    pg.wait_for_selector('[data-metric="tpot_s"]')
+    wide = pg.evaluate("document.documentElement.scrollWidth")
+    assert wide <= 390, wide
+    pg.focus("#tab-modelling")
+    pg.keyboard.press("ArrowRight")
+    pg.wait_for_function("location.hash.includes('tab=workload')")
+    assert pg.evaluate("document.activeElement.id") == "tab-workload"
+    bg = pg.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert bg == "rgb(21, 23, 26)"  # the dark palette
+    pg.click("#theme")
+    assert "theme=light" in pg.evaluate("location.hash")
+    # the (i) explains its control
+    pg.click("#tab-modelling")
+    info = pg.locator('.control[data-for="batch"] .info')
+    info.click()
+    assert pg.locator('.control[data-for="batch"] .info-text').is_visible()
+    ctx.close()
