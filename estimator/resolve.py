@@ -88,7 +88,17 @@ def resolve_model(name_or_path: str, extra_dirs: tuple[str, ...] = ()) -> ModelR
 
 
 def get_model(name_or_path: str, extra_dirs: tuple[str, ...] = ()) -> LanguageModel:
-    """A language-model preset by name, alias or Hugging Face id, or a local config."""
+    """A language-model preset by name, alias or Hugging Face id, or a local config. A
+    preset of another family is refused with what times it instead."""
+    if is_family_model(name_or_path, extra_dirs):
+        fam = get_family_model(name_or_path, extra_dirs).family
+        what = (
+            "a vision-language model: `planner estimate` sizes it with its images (and "
+            "`under_load` for users)"
+            if fam == "vlm"
+            else f"a {fam} model: `planner estimate --model {name_or_path} --batch N` times it"
+        )
+        raise EstimatorError(f"'{name_or_path}' is {what}; this command takes text language models")
     ref = resolve_model(name_or_path, extra_dirs)
     if ref.path is not None:
         return load_config_file(ref.path)

@@ -213,7 +213,7 @@ def page(browser, server):
 
 
 def metric(pg, key: str) -> str:
-    loc = pg.locator(f'[data-metric="{key}"]').first
+    loc = pg.locator(f'section:not([hidden]) [data-metric="{key}"]').first
     loc.wait_for(timeout=60_000)
     return loc.get_attribute("data-value")
 
@@ -354,3 +354,36 @@ def test_keyboard_phone_width_and_dark(browser, server):
     info.click()
     assert pg.locator('.control[data-for="batch"] .info-text').is_visible()
     ctx.close()
+
+
+FAMILIES = [
+    ("qwen3-30b-a3b", "output_tokens_per_s"),  # MoE
+    ("qwen2.5-vl-7b", "output_tokens_per_s"),  # VLM
+    ("flux1-dev", "images_per_s"),
+    ("cogvideox-2b", "videos_per_hour"),
+    ("var-d30", "images_per_s"),
+    ("pi0", "robots_per_replica"),
+    ("whisper-large-v3", "audio_s_per_s"),
+    ("bge-m3", "docs_per_s"),
+    ("vjepa-vitl", "clips_per_s"),
+]
+
+
+@pytest.mark.parametrize("model,key", FAMILIES)
+def test_every_family_in_all_three_tabs(page, server, tmp_path, model, key):
+    cli = cli_json("estimate", "--model", model, "--gpu", "h100-sxm", "--batch", "2")
+    page.goto(f"{server}/#model={model}&gpu=h100-sxm&batch=2")
+    assert float(metric(page, key)) == cli[key]
+    bodies = []
+    page.on("request", lambda r: bodies.append(r.post_data) if r.method == "POST" else None)
+    page.click("#tab-workload")
+    feasible = metric(page, "feasible")
+    f = tmp_path / "page.json"
+    f.write_text(bodies[-1])
+    solved = cli_json("solve", str(f))
+    assert feasible == str(solved["feasible"]).lower()
+    if solved["feasible"]:
+        assert int(metric(page, "total_gpus")) == solved["total_gpus"]
+    page.click("#tab-curve")
+    page.wait_for_selector('[data-picture="curve"] polyline', state="attached", timeout=60_000)
+    assert metric(page, "max_batch" if model not in ("qwen3-30b-a3b",) else "knee_users")

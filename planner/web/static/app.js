@@ -8,7 +8,7 @@ const FAMILY_GROUPS = [
   ["diffusion_video", "Video"], ["var", "VAR"], ["vlm", "VLM"], ["vla", "VLA"],
   ["asr", "Speech"], ["embeddings", "Embeddings"], ["jepa", "JEPA"],
 ];
-const LANGUAGE = new Set(["llm", "moe", "vlm"]);
+const TEXT = new Set(["llm", "moe"]);  // what curve, saturation, scaling and fit take
 const ENGINES = {
   llm: ["vllm", "sglang", "trtllm"], moe: ["vllm", "sglang", "trtllm"],
   vlm: ["vllm", "sglang", "trtllm"],
@@ -58,20 +58,42 @@ const CONTROLS = [
     info: "Speech: hypotheses decoded side by side; beam 5 runs five decoder sequences per request." },
   { g: "modelling", name: "cameras", label: "Cameras", kind: "number", min: 1, max: 16, def: "", fam: ["vla"],
     info: "VLA: camera images per observation." },
-  { g: "workload", name: "users", label: "People", kind: "range", min: 1, max: 100000, step: 1, def: 2000,
+  { g: "workload", name: "users", fam: ["llm", "moe", "vlm"], label: "People", kind: "range", min: 1, max: 100000, step: 1, def: 2000,
     info: "People who use the assistant (worker-equivalents). Seats are derived from them, their hours and the utilisation." },
-  { g: "workload", name: "hours_per_person", label: "Hours a day per person", kind: "number", min: 0.1, max: 24, step: 0.1, def: 3,
+  { g: "workload", name: "hours_per_person", fam: ["llm", "moe", "vlm"], label: "Hours a day per person", kind: "number", min: 0.1, max: 24, step: 0.1, def: 3,
     info: "Hours a day a person drives a session." },
-  { g: "workload", name: "utilisation", label: "Utilisation", kind: "number", min: 0.05, max: 1, step: 0.05, def: 0.5,
+  { g: "workload", name: "utilisation", fam: ["llm", "moe", "vlm"], label: "Utilisation", kind: "number", min: 0.05, max: 1, step: 0.05, def: 0.5,
     info: "Share of round-the-clock capacity bursty demand lets you use: peaks need headroom." },
-  { g: "workload", name: "ttft_s", label: "TTFT target (s)", kind: "number", min: 0.05, max: 600, step: 0.05, def: 2,
+  { g: "workload", name: "ttft_s", fam: ["llm", "moe", "vlm"], label: "TTFT target (s)", kind: "number", min: 0.05, max: 600, step: 0.05, def: 2,
     info: "Time to first token the plan must meet, at the percentile below." },
-  { g: "workload", name: "ttft_percentile", label: "TTFT percentile", kind: "number", min: 50, max: 99.9, step: 1, def: 90,
+  { g: "workload", name: "ttft_percentile", fam: ["llm", "moe", "vlm"], label: "TTFT percentile", kind: "number", min: 50, max: 99.9, step: 1, def: 90,
     info: "Share of requests that must meet the TTFT target (90: nine in ten)." },
-  { g: "workload", name: "tokens_per_s", label: "Tokens/s per user", kind: "number", min: 1, max: 1000, step: 1, def: 25,
+  { g: "workload", name: "tokens_per_s", fam: ["llm", "moe", "vlm"], label: "Tokens/s per user", kind: "number", min: 1, max: 1000, step: 1, def: 25,
     info: "Decode speed each user must see; reading speed is about 5-10 tokens/s." },
-  { g: "workload", name: "think_time_s", label: "Think time (s)", kind: "number", min: 0, max: 3600, step: 1, def: 20,
+  { g: "workload", name: "think_time_s", fam: ["llm", "moe", "vlm"], label: "Think time (s)", kind: "number", min: 0, max: 3600, step: 1, def: 20,
     info: "Mean pause between an answer and the next prompt: people read and type." },
+  { g: "workload", name: "docs_per_s", fam: ["embeddings"], label: "Documents per second", kind: "number", min: 0.01, max: 1e7, step: 1, def: 200,
+    info: "Documents (or query-document pairs) to embed or rerank each second at the peak." },
+  { g: "workload", name: "max_batch_latency_s", fam: ["embeddings"], label: "Most seconds per batch", kind: "number", min: 0.001, max: 3600, step: 0.1, def: 1,
+    info: "A batch must finish within this: the latency a caller waits for its embeddings." },
+  { g: "workload", name: "streams", fam: ["asr"], label: "Live audio streams", kind: "number", min: 1, max: 1e6, step: 1, def: 100,
+    info: "Calls or microphones transcribed at once, each in real time." },
+  { g: "workload", name: "max_rtf", fam: ["asr"], label: "Most real-time factor", kind: "number", min: 0.01, max: 1, step: 0.05, def: 0.5,
+    info: "Seconds of compute per second of audio: 0.3 means a 30 s window is transcribed within 9 s." },
+  { g: "workload", name: "images_per_s", fam: ["diffusion_image", "var"], label: "Images per second", kind: "number", min: 0.001, max: 1e5, step: 0.1, def: 1,
+    info: "Images to generate each second at the peak." },
+  { g: "workload", name: "max_s_per_image", fam: ["diffusion_image", "var"], label: "Most seconds per image", kind: "number", min: 0.01, max: 3600, step: 0.5, def: 10,
+    info: "A batch must finish within this many seconds per image: the wait a user accepts." },
+  { g: "workload", name: "videos_per_hour", fam: ["diffusion_video"], label: "Videos per hour", kind: "number", min: 0.01, max: 1e6, step: 1, def: 60,
+    info: "Clips to generate each hour at the peak." },
+  { g: "workload", name: "max_latency_s", fam: ["diffusion_video", "jepa"], label: "Most seconds per request", kind: "number", min: 0.001, max: 86400, step: 1, def: 600,
+    info: "A batch must finish within this." },
+  { g: "workload", name: "clips_per_s", fam: ["jepa"], label: "Clips per second", kind: "number", min: 0.001, max: 1e6, step: 1, def: 10,
+    info: "Video clips the world model encodes (or plans from) each second." },
+  { g: "workload", name: "robots", fam: ["vla"], label: "Robots", kind: "number", min: 1, max: 1e6, step: 1, def: 50,
+    info: "Robots the policy drives at once, each at its control rate." },
+  { g: "workload", name: "control_hz", fam: ["vla"], label: "Control rate (Hz)", kind: "number", min: 0.1, max: 1000, step: 1, def: 50,
+    info: "Actions per second each robot executes; one inference yields a chunk of them." },
   { g: "workload", name: "vendors", label: "Vendors", kind: "select", options: ["", "nvidia", "amd", "intel", "nvidia,amd"], def: "",
     info: "Which makers' GPUs may be bought. Blank: all." },
   { g: "workload", name: "basis", label: "Buy or rent", kind: "select", options: ["purchase", "rental"], def: "purchase",
@@ -80,15 +102,15 @@ const CONTROLS = [
     info: "Years the purchase is paid off over, and the span the cost covers." },
   { g: "workload", name: "max_usd", label: "Budget over the horizon ($)", kind: "number", min: 0, max: 1e12, step: 1000, def: "",
     info: "Most the fleet may cost over the horizon; blank: no limit." },
-  { g: "curve", name: "users-max", label: "Users up to", kind: "number", min: 1, max: 10000, def: "",
+  { g: "curve", name: "users-max", fam: ["llm", "moe"], label: "Users up to", kind: "number", min: 1, max: 10000, def: "",
     info: "Evaluate every user count from 1 to this. Blank: up to past the memory limit." },
-  { g: "curve", name: "think-time", label: "Think time (s)", kind: "number", min: 0, max: 86400, step: 1, def: 0,
+  { g: "curve", name: "think-time", fam: ["llm", "moe"], label: "Think time (s)", kind: "number", min: 0, max: 86400, step: 1, def: 0,
     info: "Mean pause between an answer and the next prompt. 0: a user sends the next prompt at once." },
-  { g: "curve", name: "ttft-s", label: "TTFT target (s)", kind: "number", min: 0.01, max: 1e6, step: 0.1, def: "",
+  { g: "curve", name: "ttft-s", fam: ["llm", "moe"], label: "TTFT target (s)", kind: "number", min: 0.01, max: 1e6, step: 0.1, def: "",
     info: "Marks the knee where the percentile TTFT passes it. Blank: where TTFT turns sharply upward." },
-  { g: "curve", name: "tokens-per-s", label: "Tokens/s per user target", kind: "number", min: 0.1, max: 1e6, step: 1, def: "",
+  { g: "curve", name: "tokens-per-s", fam: ["llm", "moe"], label: "Tokens/s per user target", kind: "number", min: 0.1, max: 1e6, step: 1, def: "",
     info: "Marks the knee where per-user speed falls below it." },
-  { g: "curve", name: "percentile", label: "TTFT percentile", kind: "number", min: 1, max: 99.9, step: 1, def: 90,
+  { g: "curve", name: "percentile", fam: ["llm", "moe"], label: "TTFT percentile", kind: "number", min: 1, max: 99.9, step: 1, def: 90,
     info: "Which TTFT percentile the curve draws beside the mean." },
 ];
 const PREFIX = { modelling: "", workload: "w.", curve: "c." };
@@ -190,7 +212,7 @@ function syncControls() {
     if (mirror) mirror.value = v;
     el.closest(".control").hidden = !!(c.fam && !c.fam.includes(grp));
   }
-  $$("[data-llm-only]").forEach((e) => { e.hidden = !LANGUAGE.has(grp); });
+  $$("[data-llm-only]").forEach((e) => { e.hidden = !TEXT.has(grp); });
 }
 
 function changed(c, value) {
@@ -260,7 +282,7 @@ function later(key, ms, fn) { clearTimeout(timers[key]); timers[key] = setTimeou
 function refresh() {
   if (state.tab === "modelling") {
     later("estimate", 20, runEstimate);
-    if (LANGUAGE.has(currentGroup()) && currentGroup() !== "vlm") later("checks", 300, runChecks);
+    if (TEXT.has(currentGroup())) later("checks", 300, runChecks);
   } else if (state.tab === "workload") {
     later("solve", 500, runSolve);
   } else {
@@ -367,17 +389,39 @@ function drawMinimum(r) {
 }
 
 // ---- Workload --------------------------------------------------------------------------
+// the scenario's workload for the model's family, from the Workload tab's demand and
+// the Modelling tab's model, formats and family options
+const KIND = {
+  llm: "llm", moe: "llm", vlm: "llm", embeddings: "embedding", asr: "speech", jepa: "world_model",
+  diffusion_image: "image_generation", var: "image_generation", diffusion_video: "video_generation",
+  vla: "robot_policy",
+};
 function scenario() {
+  const grp = currentGroup();
   const v = (n) => state["w." + n];
   const num = (n) => Number(v(n));
-  const wl = {
-    name: "chat", model: state.model, users: num("users"), hours_per_person: num("hours_per_person"),
-    utilisation: num("utilisation"), input_tokens: Number(state["input-tokens"]),
-    output_tokens: Number(state["output-tokens"]), ttft_s: num("ttft_s"),
-    ttft_percentile: num("ttft_percentile"), tokens_per_s: num("tokens_per_s"), think_time_s: num("think_time_s"),
-    kv_cache: state.kv,
-  };
-  if (state.weights) wl.weights = state.weights;
+  const m = (n) => state[n];
+  const wl = { name: "w", kind: KIND[grp], model: state.model };
+  const put = (key, value) => { if (value !== "" && value !== undefined && !Number.isNaN(value)) wl[key] = value; };
+  if (wl.kind === "llm") {
+    for (const k of ["users", "hours_per_person", "utilisation", "ttft_s", "ttft_percentile", "tokens_per_s", "think_time_s"]) put(k, num(k));
+    put("input_tokens", Number(m("input-tokens")));
+    put("output_tokens", Number(m("output-tokens")));
+    put("kv_cache", m("kv"));
+    if (m("engine")) put("engine", m("engine"));
+    if (grp === "vlm") put("images_per_request", Number(m("images")));
+  } else {
+    for (const c of CONTROLS) {
+      if (c.g === "workload" && c.fam && c.fam.includes(grp) && v(c.name) !== "") put(c.name, num(c.name));
+    }
+    if (grp === "embeddings") put("input_tokens", Number(m("input-tokens")));
+    if (grp === "asr") { put("beam", Number(m("beam"))); if (m("engine")) put("engine", m("engine")); }
+    if (["diffusion_image", "diffusion_video"].includes(grp) && m("steps")) put("steps", Number(m("steps")));
+    if (["diffusion_image", "var", "jepa"].includes(grp) && m("resolution")) put("resolution", m("resolution"));
+    if (["diffusion_video", "jepa"].includes(grp) && m("frames")) put("frames", Number(m("frames")));
+    if (grp === "vla" && m("cameras")) put("cameras", Number(m("cameras")));
+  }
+  if (m("weights")) wl.weights = m("weights");
   const sc = { name: "page", workloads: [wl], cost: { basis: v("basis"), years: num("years") } };
   if (v("vendors")) sc.fleet = { vendors: v("vendors").split(",") };
   if (v("max_usd")) sc.budget = { max_usd: num("max_usd") };
@@ -385,10 +429,6 @@ function scenario() {
 }
 
 async function runSolve() {
-  if (!LANGUAGE.has(currentGroup()) || currentGroup() === "vlm") {
-    $('[data-status="workload"]').textContent = "The Workload tab sizes chat on a language model: pick one in Modelling (other kinds: a scenario file and `planner solve`).";
-    return;
-  }
   const d = await call("workload", "/api/solve", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(scenario()) });
   if (!d) return;
   $('[data-cards="workload"]').innerHTML = planCards(d);
@@ -404,12 +444,10 @@ async function runCurve() {
     const v = state["c." + c.name];
     if (v !== "") q.set(c.name.replaceAll("-", "_"), v);
   }
-  if (!LANGUAGE.has(currentGroup()) || currentGroup() === "vlm") {
-    $('[data-status="curve"]').textContent = "The curve is for language models: pick one in Modelling.";
-    return;
-  }
+  if (!["llm", "moe"].includes(currentGroup())) return runBatchCurve();
   const c = await call("curve", "/api/curve?" + q);
   if (!c) return;
+  $('[data-caption="curve"]').textContent = "TTFT (mean and percentile) and per-user speed as users grow";
   const pct = c.targets.percentile;
   const key = `ttft_p${String(pct).replace(/\.0$/, "")}_s`;
   const pts = c.points;
@@ -429,6 +467,50 @@ async function runCurve() {
     card("kv_slots_per_replica", "KV slots per replica", c.kv_slots_per_replica, fmt(c.kv_slots_per_replica)),
     card("operating_point.ttft_s", "TTFT at the operating point", o.ttft_s, fmt(o.ttft_s, " s")),
     card("operating_point.per_user_tokens_per_s", "tok/s per user there", o.per_user_tokens_per_s, fmt(o.per_user_tokens_per_s)),
+  ].join("");
+}
+
+// The other families (and vision-language models, whose images ride in every request): one
+// replica's latency and throughput against its batch, each point `planner estimate --batch B`.
+const RATES = ["images_per_s", "docs_per_s", "audio_s_per_s", "clips_per_s", "videos_per_hour", "robots_per_replica", "output_tokens_per_s"];
+const LATENCIES = ["s_per_batch", "e2e_latency_s"];
+const pick = (e, keys) => keys.find((k) => typeof (e.metrics || {})[k] === "number" || typeof e[k] === "number");
+const value = (e, k) => (e.metrics && typeof e.metrics[k] === "number" ? e.metrics[k] : e[k]);
+
+async function runBatchCurve() {
+  const q = modelQuery();
+  q.set("batch", "1");
+  const first = await call("curve", "/api/estimate?" + q);
+  if (!first) return;
+  const n = seq.curve;
+  const top = Math.max(1, Math.min(first.max_batch || 1, 4096));
+  const batches = [];
+  for (let b = 1; b < top; b *= 2) batches.push(b);
+  if (!batches.includes(top)) batches.push(top);
+  const points = [first];
+  for (const b of batches.slice(1)) {
+    q.set("batch", String(b));
+    const r = await fetch("/api/estimate?" + q);
+    if (n !== seq.curve) return;  // the view moved on
+    points.push(r.ok ? await r.json() : null);
+  }
+  const rate = pick(first, RATES) || "batch", lat = pick(first, LATENCIES) || "s_per_batch";
+  $('[data-caption="curve"]').textContent = "Latency and throughput of one replica against its batch (each point is `planner estimate --batch B`)";
+  const ok = points.map((p, i) => [batches[i], p]).filter(([, p]) => p);
+  chart($('[data-picture="curve"]'), {
+    xs: ok.map(([b]) => b), xlabel: "batch", ylabel: `${lat} s`, y2label: rate,
+    series: [
+      { ys: ok.map(([, p]) => value(p, lat)), label: `${lat.replaceAll("_", " ")}`, axis: 1 },
+      { ys: ok.map(([, p]) => value(p, rate)), label: `${rate.replaceAll("_", " ")}`, axis: 2 },
+    ],
+    marks: [{ x: first.max_batch, label: "memory limit" }],
+  });
+  const last = ok[ok.length - 1][1];
+  $('[data-cards="curve"]').innerHTML = [
+    card("max_batch", "largest batch that fits", first.max_batch, fmt(first.max_batch)),
+    card(rate, `${rate.replaceAll("_", " ")} at batch 1`, value(first, rate), fmt(value(first, rate))),
+    card(`${rate}@max`, `${rate.replaceAll("_", " ")} at batch ${ok[ok.length - 1][0]}`, value(last, rate), fmt(value(last, rate))),
+    card(`${lat}@max`, `${lat.replaceAll("_", " ")} there`, value(last, lat), fmt(value(last, lat), " s")),
   ].join("");
 }
 
