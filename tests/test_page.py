@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from planner.cli import main
-from planner.web.report import report_html
+from planner.scenario import load_scenario
+from planner.web.report import report_html, sizing_checks
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "docs" / "screenshots"
@@ -174,7 +175,33 @@ def test_report_is_self_contained(tmp_path):
     assert r.exit_code == 0 and out.exists()
     html = out.read_text()
     plan = cli_json("solve", str(scenario))
-    assert html == report_html(plan, scenario.read_text())
+    checks = sizing_checks(load_scenario(scenario), plan)
+    assert html == report_html(plan, scenario.read_text(), checks)
+    # the three checks for the plan's replica kind, as the commands give them
+    (c,) = checks
+    sat = cli_json(
+        "saturation",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        c["gpu"],
+        "--gpus",
+        str(plan["plan"][0]["gpus_per_replica"]),
+        "--tp",
+        str(plan["plan"][0]["tp"]),
+        "--weights",
+        "fp8",
+        "--kv",
+        "fp8",
+        "--input-tokens",
+        "2000",
+        "--output-tokens",
+        "400",
+        "--tokens-per-s",
+        "25",
+    )
+    assert c["saturation"] == sat
+    assert 'data-picture="saturation"' in html and 'data-card="minimum-gpu"' in html
     assert "<script src" not in html and "<link rel=" not in html
     assert "https://" not in html and "http://" not in html.replace(
         "http://www.w3.org/2000/svg", ""
@@ -387,3 +414,31 @@ def test_every_family_in_all_three_tabs(page, server, tmp_path, model, key):
     page.click("#tab-curve")
     page.wait_for_selector('[data-picture="curve"] polyline', state="attached", timeout=60_000)
     assert metric(page, "max_batch" if model not in ("qwen3-30b-a3b",) else "knee_users")
+
+
+def test_the_url_hash_round_trips(page, server):
+    start = "#tab=curve&model=mixtral-8x7b&gpu=h200&gpus=2&kv=fp8&batch=32&c.ttft-s=2"
+    page.goto(server + "/" + start)
+    knee = metric(page, "knee_users")
+    shown = page.evaluate("location.hash")
+    assert dict(x.split("=") for x in shown[1:].split("&")) == dict(
+        x.split("=") for x in start[1:].split("&")
+    )
+    page.goto("about:blank")
+    page.goto(server + "/" + shown)  # the link reproduces the view
+    assert metric(page, "knee_users") == knee
+    assert page.locator('[data-control="kv"][data-group="modelling"]').input_value() == "fp8"
+    cli = cli_json(
+        "curve",
+        "--model",
+        "mixtral-8x7b",
+        "--gpu",
+        "h200",
+        "--gpus",
+        "2",
+        "--kv",
+        "fp8",
+        "--ttft-s",
+        "2",
+    )
+    assert int(knee) == cli["knee_users"]

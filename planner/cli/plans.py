@@ -64,10 +64,12 @@ def solve_cmd(ctx, scenario_file, top, fmt, out, explain, emit, report):
     if report:
         from estimator.files import atomic_write_text
 
-        from ..web.report import report_html
+        from ..web.report import report_html, sizing_checks
         from ..yaml_input import read_text
 
-        html = report_html(res.to_dict(explain), read_text(Path(scenario_file)))
+        d = res.to_dict(explain)
+        checks = sizing_checks(sc, d, presets_of(ctx)) if res.feasible else []
+        html = report_html(d, read_text(Path(scenario_file)), checks)
         atomic_write_text(report, html, inputs=(scenario_file,))
     if not res.feasible:
         if fmt == "json":

@@ -42,9 +42,89 @@ def _plan_rows(d: dict) -> str:
     return f"<table class=plan><tr>{th}</tr>{''.join(rows)}</table>"
 
 
-def report_html(plan: dict, scenario_text: str = "") -> str:
+def sizing_checks(sc, plan: dict, presets: tuple[str, ...] = ()) -> list[dict]:
+    """The sizing calculator's three checks for each text language-model replica kind of the
+    plan: where its throughput saturates (at the plan's split and formats), whether another
+    GPU of its type helps (TP), and the fewest GPUs of each type that hold its load per
+    replica: ``planner saturation``, ``scaling`` and ``fit`` for the same inputs."""
+    import math
+
+    from estimator.errors import EstimatorError
+    from estimator.saturation import saturation
+    from estimator.scaling import scaling
+
+    from ..minimum import minimum_fit
+
+    by_name = {w.name: w for w in sc.workloads}
+    out, seen = [], set()
+    for row in plan.get("plan", []):
+        w = by_name.get(row["workload"])
+        if w is None or w.kind != "llm" or (row["workload"], row["gpu"]) in seen:
+            continue
+        seen.add((row["workload"], row["gpu"]))
+        users = max(1, math.ceil(row.get("load_per_replica") or 1))
+        common = dict(
+            weights=row["weights"],
+            kv=w.kv_cache,
+            engine=w.engine,
+            input_tokens=w.input_tokens,
+            output_tokens=w.output_tokens,
+            presets=presets,
+        )
+        item: dict = {"workload": w.name, "gpu": row["gpu"], "users_per_replica": users}
+        try:
+            item["saturation"] = saturation(
+                w.model,
+                row["gpu"],
+                row["gpus_per_replica"],
+                tp=row["tp"],
+                pp=row["pp"],
+                ep=row["ep"],
+                attention_dp=row["attention_dp"],
+                tokens_per_s=w.tokens_per_s,
+                **common,
+            ).to_dict()
+            item["scaling"] = scaling(
+                w.model, row["gpu"], batch=users, modes=("tp",), **common
+            ).to_dict()
+            item["fit"] = minimum_fit(w.model, users=users, **common).to_dict()
+        except EstimatorError as e:  # e.g. a vision-language model: no text-only checks
+            item["why_not"] = str(e)
+        out.append(item)
+    return out
+
+
+def _checks_html(checks: list[dict]) -> str:
+    parts = []
+    for i, c in enumerate(checks):
+        head = (
+            f"<h2>Checks: {escape(c['workload'])} on {escape(c['gpu'])} "
+            f"({c['users_per_replica']} users per replica)</h2>"
+        )
+        if "why_not" in c:
+            parts.append(head + f"<p class=note>{escape(c['why_not'])}</p>")
+            continue
+        parts.append(
+            head
+            + f'<div class="checks" data-check="{i}">'
+            + "<figure><figcaption>Where throughput saturates</figcaption><svg "
+            'data-picture="saturation" viewBox="0 0 640 300" role="img"></svg>'
+            '<p class="note" data-note="saturation"></p></figure>'
+            + "<figure><figcaption>Whether another GPU helps (TP)</figcaption><svg "
+            'data-picture="scaling" viewBox="0 0 640 300" role="img"></svg>'
+            '<p class="note" data-note="scaling"></p></figure>'
+            + '<div class="card minimum" data-card="minimum-gpu"><h3>Minimum GPU</h3>'
+            '<div data-cards="minimum"></div></div></div>'
+        )
+    return "".join(parts)
+
+
+def report_html(plan: dict, scenario_text: str = "", checks: list[dict] | None = None) -> str:
     """The report for ``plan`` (a ``PlanResult.to_dict()``); ``scenario_text`` is shown as
-    the input it was solved from."""
+    the input it was solved from; ``checks`` (:func:`sizing_checks`) adds the three
+    checks' pictures."""
+    checks = checks or []
+    check_data = json.dumps(checks, default=float).replace("</", "<\\/")
     data = json.dumps(plan, default=float).replace("</", "<\\/")  # safe inside <script>
     css = static_file("style.css").decode()
     draw = static_file("draw.js").decode()
@@ -74,14 +154,23 @@ are those of <code>planner solve --format json</code> for the same scenario.</p>
 <svg data-picture="fleet" viewBox="0 0 640 160" role="img"></svg></figure>
 <figure><figcaption>Cost per year of the best plan on each GPU type</figcaption>
 <svg data-picture="frontier" viewBox="0 0 640 300" role="img"></svg></figure>
+{_checks_html(checks)}
 {f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}
 {scenario}
 </main>
 <script type="application/json" id="plan">{data}</script>
+<script type="application/json" id="checks">{check_data}</script>
 <script>{draw}
 const d = JSON.parse(document.getElementById("plan").textContent);
 document.querySelector('[data-cards="plan"]').innerHTML = planCards(d);
 drawFleet(document.querySelector('[data-picture="fleet"]'), d);
 drawFrontier(document.querySelector('[data-picture="frontier"]'), d);
+JSON.parse(document.getElementById("checks").textContent).forEach((c, i) => {{
+  const root = document.querySelector(`[data-check="${{i}}"]`);
+  if (!root) return;
+  drawSaturation(root, c.saturation);
+  drawScaling(root, c.scaling);
+  drawMinimum(root, c.fit, c.gpu);
+}});
 </script></body></html>
 """

@@ -331,61 +331,15 @@ async function runChecks() {
   const w = state.weights || "bf16";
   sq.set("compare_weights", w === "int4" ? "bf16" : "int4");
   const sat = await call("checks", "/api/saturation?" + sq);
-  if (sat) drawSaturation(sat);
+  if (sat) drawSaturation(document, sat);
   const sc = new URLSearchParams(base);
   sc.set("gpu", state.gpu); sc.set("batch", state.batch); sc.set("modes", "tp");
   const scal = await call("checks", "/api/scaling?" + sc);
-  if (scal) drawScaling(scal);
+  if (scal) drawScaling(document, scal);
   const fq = new URLSearchParams(base);
   fq.set("users", state.batch);
   const fit = await call("checks", "/api/fit?" + fq);
-  if (fit) drawMinimum(fit);
-}
-
-function drawSaturation(r) {
-  const s0 = r.series[0];
-  const all = [...new Set(r.series.flatMap((s) => s.batch))].sort((a, b) => a - b);
-  const at = (s, key) => all.map((b) => { const i = s.batch.indexOf(b); return i < 0 ? null : s[key][i]; });
-  const series = [];
-  r.series.forEach((s) => {
-    series.push({ ys: at(s, "tokens_per_s"), label: `total, ${s.weights}`, axis: 1 });
-    series.push({ ys: at(s, "per_user_tokens_per_s"), label: `per user, ${s.weights}`, axis: 2 });
-  });
-  chart($('[data-picture="saturation"]'), {
-    xs: all, series, xlabel: "batch", ylabel: "tok/s total", y2label: "tok/s/user",
-    marks: [{ x: s0.saturation_batch, label: "saturation" }, { x: s0.memory_limit, label: "memory limit", row: 1 }],
-  });
-  $('[data-note="saturation"]').textContent = r.series.map((s) =>
-    `${s.weights}/${s.kv}: saturates at batch ${s.saturation_batch ?? "–"}, memory limit ${s.memory_limit}`).join("; ");
-  $('[data-picture="saturation"]').dataset.value = JSON.stringify(r.series.map((s) => s.saturation_batch));
-}
-
-function drawScaling(r) {
-  const pts = r.points.filter((p) => p.mode === "tp");
-  chart($('[data-picture="scaling"]'), {
-    xs: pts.map((p) => p.gpus), xlabel: "GPUs per replica (TP)", ylabel: "tok/s", y2label: "collective %",
-    series: [
-      { ys: pts.map((p) => (p.fits ? p.tokens_per_s : null)), label: "replica tok/s", axis: 1 },
-      { ys: pts.map((p) => 100 * p.collective_share_decode), label: "collectives %", axis: 2 },
-    ],
-  });
-  const lim = r.scaling_limit[`${r.gpus[0]}/tp`];
-  $('[data-note="scaling"]').textContent = lim ? `worth it up to ${lim} GPU(s) on ${r.gpus[0]}` : "does not fit up to 8 GPUs";
-}
-
-function drawMinimum(r) {
-  const f = r.by_gpu.find((x) => x.gpu === state.gpu);
-  const best = r.by_gpu.find((x) => x.fits);
-  const cards = [];
-  if (f) {
-    cards.push(f.fits
-      ? card("minimum_gpus", `fewest ${f.gpu}`, f.gpus, `${f.gpus}x ${f.gpu} (${f.split})`)
-      : card("minimum_gpus", `fewest ${f.gpu}`, null, f.why_not));
-    if (f.fits) cards.push(card("minimum_max_batch", "its max batch", f.max_batch, fmt(f.max_batch)),
-      card("minimum_per_user_tokens_per_s", "its per-user speed", f.per_user_tokens_per_s, fmt(f.per_user_tokens_per_s, " tok/s")));
-  }
-  if (best) cards.push(card("cheapest_fit", "cheapest that holds it", best.gpu, `${best.gpus}x ${best.gpu}${best.usd_per_hour ? ", $" + best.usd_per_hour.toFixed(2) + "/h" : ""}`));
-  $('[data-cards="minimum"]').innerHTML = cards.join("");
+  if (fit) drawMinimum(document, fit, state.gpu);
 }
 
 // ---- Workload --------------------------------------------------------------------------

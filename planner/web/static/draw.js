@@ -115,6 +115,55 @@ function chart(svg, { xs, series, marks = [], xlabel = "", ylabel = "", y2label 
   }
 }
 
+// ---- the three checks ------------------------------------------------------------------
+// the sizing calculator's three checks; `root`: the element holding their pictures
+function drawSaturation(root, r) {
+  const s0 = r.series[0];
+  const all = [...new Set(r.series.flatMap((s) => s.batch))].sort((a, b) => a - b);
+  const at = (s, key) => all.map((b) => { const i = s.batch.indexOf(b); return i < 0 ? null : s[key][i]; });
+  const series = [];
+  r.series.forEach((s) => {
+    series.push({ ys: at(s, "tokens_per_s"), label: `total, ${s.weights}`, axis: 1 });
+    series.push({ ys: at(s, "per_user_tokens_per_s"), label: `per user, ${s.weights}`, axis: 2 });
+  });
+  const svg = root.querySelector('[data-picture="saturation"]');
+  chart(svg, {
+    xs: all, series, xlabel: "batch", ylabel: "tok/s total", y2label: "tok/s/user",
+    marks: [{ x: s0.saturation_batch, label: "saturation" }, { x: s0.memory_limit, label: "memory limit", row: 1 }],
+  });
+  root.querySelector('[data-note="saturation"]').textContent = r.series.map((s) =>
+    `${s.weights}/${s.kv}: saturates at batch ${s.saturation_batch ?? "–"}, memory limit ${s.memory_limit}`).join("; ");
+  svg.dataset.value = JSON.stringify(r.series.map((s) => s.saturation_batch));
+}
+
+function drawScaling(root, r) {
+  const pts = r.points.filter((p) => p.mode === "tp");
+  chart(root.querySelector('[data-picture="scaling"]'), {
+    xs: pts.map((p) => p.gpus), xlabel: "GPUs per replica (TP)", ylabel: "tok/s", y2label: "collective %",
+    series: [
+      { ys: pts.map((p) => (p.fits ? p.tokens_per_s : null)), label: "replica tok/s", axis: 1 },
+      { ys: pts.map((p) => 100 * p.collective_share_decode), label: "collectives %", axis: 2 },
+    ],
+  });
+  const lim = r.scaling_limit[`${r.gpus[0]}/tp`];
+  root.querySelector('[data-note="scaling"]').textContent = lim ? `worth it up to ${lim} GPU(s) on ${r.gpus[0]}` : "does not fit up to 8 GPUs";
+}
+
+function drawMinimum(root, r, gpu) {
+  const f = r.by_gpu.find((x) => x.gpu === gpu);
+  const best = r.by_gpu.find((x) => x.fits);
+  const cards = [];
+  if (f) {
+    cards.push(f.fits
+      ? card("minimum_gpus", `fewest ${f.gpu}`, f.gpus, `${f.gpus}x ${f.gpu} (${f.split})`)
+      : card("minimum_gpus", `fewest ${f.gpu}`, null, f.why_not));
+    if (f.fits) cards.push(card("minimum_max_batch", "its max batch", f.max_batch, fmt(f.max_batch)),
+      card("minimum_per_user_tokens_per_s", "its per-user speed", f.per_user_tokens_per_s, fmt(f.per_user_tokens_per_s, " tok/s")));
+  }
+  if (best) cards.push(card("cheapest_fit", "cheapest that holds it", best.gpu, `${best.gpus}x ${best.gpu}${best.usd_per_hour ? ", $" + best.usd_per_hour.toFixed(2) + "/h" : ""}`));
+  root.querySelector('[data-cards="minimum"]').innerHTML = cards.join("");
+}
+
 // ---- a plan ----------------------------------------------------------------------------
 function planCards(d) {
   const cards = [card("feasible", "feasible", d.feasible, fmt(d.feasible), "", d.feasible ? "yes" : "no")];
