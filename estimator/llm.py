@@ -370,7 +370,7 @@ def estimate_replica(
         notes.append(ctx_note)
     if ev.weight_bytes > ev.capacity:
         notes.append("weights alone exceed GPU memory")
-    fits = fits and _max_model_len_ok(ev, end_ctx, notes)
+    fits = fits and _max_model_len_ok(ev, end_ctx, notes) and _engine_cap_ok(ev, b, notes)
     shares = {
         "hbm_bandwidth_in_decode": float(
             dec.bytes_per_gpu * parallel.pp / (tpot * gpu.bandwidth_bytes_s)
@@ -428,6 +428,17 @@ def unstartable(ev: Evaluator) -> str | None:
     if limit and tokens is not None and tokens < limit:
         return f"KV cache holds {tokens:,} tokens < max_model_len {limit:,}"
     return None
+
+
+def _engine_cap_ok(ev: Evaluator, batch: int, notes: list[str]) -> bool:
+    """The engine runs at most max_num_seqs sequences at once (the rest queue)."""
+    if batch <= ev.max_seqs:
+        return True
+    notes.append(
+        f"batch {batch} exceeds the engine's max_num_seqs {ev.max_seqs}: the rest would "
+        "wait; raise --max-num-seqs"
+    )
+    return False
 
 
 def _max_model_len_ok(ev: Evaluator, context: int, notes: list[str]) -> bool:

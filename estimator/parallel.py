@@ -96,6 +96,15 @@ def check_split(model: LanguageModel, par: Parallel) -> None:
         )
 
 
+def powers_of_two(n: int) -> list[int]:
+    """1, 2, 4 ... up to ``n``: the tensor-parallel sizes (and replica sizes) tried."""
+    out, k = [], 1
+    while k <= n:
+        out.append(k)
+        k *= 2
+    return out
+
+
 def _divisors(n: int, limit: int) -> list[int]:
     return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
 

@@ -17,7 +17,7 @@ from .catalog import get_gpu
 from .engines import Engine
 from .errors import EstimatorError
 from .llm import Workload, estimate_replica
-from .parallel import Parallel
+from .parallel import Parallel, powers_of_two
 from .resolve import get_model, weights_for
 
 DEFAULT_MIN_GAIN = 0.5  # each added GPU brings at least half of a GPU already there
@@ -67,14 +67,6 @@ class ScalingResult:
 
     def rows(self) -> list[dict]:
         return [asdict(p) for p in self.points]
-
-
-def _counts(max_gpus: int) -> list[int]:
-    out, n = [], 1
-    while n <= max_gpus:
-        out.append(n)
-        n *= 2
-    return out
 
 
 def _with_gains(points: list[ScalingPoint], min_gain: float) -> int | None:
@@ -144,7 +136,7 @@ def scaling(
         acc = get_gpu(name, presets)
         for mode in modes:
             series = []
-            for n in _counts(max_gpus):
+            for n in powers_of_two(max_gpus):
                 if mode == "pp" and n == 1 and "tp" in modes:
                     continue  # one GPU is the same replica in both modes
                 par = Parallel(tp=n, pp=1) if mode == "tp" else Parallel(tp=1, pp=n)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from estimator import Accelerator, EstimatorError, Evaluator, LanguageModel, Parallel, check_split
 from estimator.engines import Engine
 from estimator.llm import unstartable
+from estimator.parallel import powers_of_two
 
 
 @dataclass(frozen=True)
@@ -27,19 +28,11 @@ class Candidate:
         return f"{self.gpus}x {self.gpu.name} {self.parallel.label()}"
 
 
-def _pow2_upto(n: int) -> list[int]:
-    out, k = [], 1
-    while k <= n:
-        out.append(k)
-        k *= 2
-    return out
-
-
 def splits(model: LanguageModel, gpus: int) -> list[Parallel]:
     """Splits of one replica over ``gpus`` GPUs: TP×PP = gpus (powers of two), EP = TP for
     MoE models (experts spread over the whole TP group) or 1, attention-DP for MLA models."""
     out = []
-    for tp in _pow2_upto(gpus):
+    for tp in powers_of_two(gpus):
         if gpus % tp:
             continue
         pp = gpus // tp
@@ -59,24 +52,38 @@ def enumerate_candidates(
     kv: str,
     engine: str | Engine,
 ) -> tuple[list[tuple[Candidate, Evaluator]], list[tuple[str, str]]]:
-    """Valid candidates with their prepared evaluators, and excluded ones with the reason."""
+    """Valid candidates with their prepared evaluators, and excluded ones with the reason:
+    replicas of 1, 2, 4 ... ``max_gpus`` GPUs of each type."""
     ok: list[tuple[Candidate, Evaluator]] = []
     excluded: list[tuple[str, str]] = []
     for gpu in gpus:
-        for n in _pow2_upto(max_gpus):
-            for par in splits(model, n):
-                cand = Candidate(gpu, par)
-                try:
-                    check_split(model, par)
-                    ev = Evaluator(model, gpu, par, weights, kv, engine)
-                except EstimatorError as e:
-                    excluded.append((cand.label(), str(e)))
-                    continue
-                if ev.weight_bytes > ev.capacity * ev.engine.fraction:
-                    excluded.append((cand.label(), "weights alone exceed usable memory"))
-                    continue
-                if why := unstartable(ev):
-                    excluded.append((cand.label(), why))
-                    continue
-                ok.append((cand, ev))
+        for n in powers_of_two(max_gpus):
+            o, x = candidates_of(model, gpu, n, weights, kv, engine)
+            ok += o
+            excluded += x
+    return ok, excluded
+
+
+def candidates_of(
+    model: LanguageModel, gpu: Accelerator, n: int, weights: str, kv: str, engine: str | Engine
+) -> tuple[list[tuple[Candidate, Evaluator]], list[tuple[str, str]]]:
+    """The splits of one replica of ``n`` GPUs of one type that can start, and those that
+    cannot with the rule that stops them."""
+    ok: list[tuple[Candidate, Evaluator]] = []
+    excluded: list[tuple[str, str]] = []
+    for par in splits(model, n):
+        cand = Candidate(gpu, par)
+        try:
+            check_split(model, par)
+            ev = Evaluator(model, gpu, par, weights, kv, engine)
+        except EstimatorError as e:
+            excluded.append((cand.label(), str(e)))
+            continue
+        if ev.weight_bytes > ev.capacity * ev.engine.fraction:
+            excluded.append((cand.label(), "weights alone exceed usable memory"))
+            continue
+        if why := unstartable(ev):
+            excluded.append((cand.label(), why))
+            continue
+        ok.append((cand, ev))
     return ok, excluded

@@ -16,7 +16,7 @@ from estimator import EstimatorError, Workload, estimate_replica, get_gpu, get_m
 from estimator.engines import Engine
 from estimator.resolve import weights_for
 
-from .candidates import enumerate_candidates
+from .candidates import candidates_of
 
 DEFAULT_MAX_GPUS = 64
 
@@ -105,27 +105,30 @@ def minimum_fit(
     out: list[MinimumFit] = []
     engine_name = None
     for acc in accs:
-        ok, excluded = enumerate_candidates(lm, [acc], max_gpus, weights, kv, eng)
-        holding = [(c, ev) for c, ev in ok if min(int(ev.max_batch(ctx)), ev.max_seqs) >= users]
-        if not holding:
-            out.append(
-                MinimumFit(
-                    acc.name,
-                    acc.vendor,
-                    False,
-                    why_not=_why_not(ok, excluded, ctx, users, max_gpus),
-                )
-            )
+        found, seen = None, _Misses()
+        for n in range(1, max_gpus + 1):  # every count: PP takes any whole number of stages
+            ok, excluded = candidates_of(lm, acc, n, weights, kv, eng)
+            seen.add(ok, excluded, ctx)
+            # `estimate`'s own verdict (memory, max_model_len, the engine's sequence cap),
+            # cheap memory check first; then the fastest per user among that many GPUs
+            held = []
+            for c, ev in ok:
+                if int(ev.max_batch(ctx)) < users:
+                    continue
+                e = estimate_replica(lm, acc, c.parallel, wl, weights, kv, eng)
+                if e.fits:
+                    held.append((c, e))
+                elif e.notes and seen.refused is None:  # the smallest split refused
+                    seen.refused = f"{c.label()}: {e.notes[-1]}"
+            if held:
+                found = min(held, key=lambda x: x[1].tpot_s)
+                break
+        if found is None:
+            out.append(MinimumFit(acc.name, acc.vendor, False, why_not=seen.why(users, max_gpus)))
             continue
-        n = min(c.gpus for c, _ in holding)
-        same = [(c, ev) for c, ev in holding if c.gpus == n]
-        # the fastest per user among the splits of that many GPUs (then the earliest listed)
-        cand, _ = min(
-            same, key=lambda x: float(x[1].decode_step(users, ctx - output_tokens / 2).total)
-        )
-        e = estimate_replica(lm, acc, cand.parallel, wl, weights=weights, kv=kv, engine=eng)
+        cand, e = found
         engine_name = e.engine
-        m = e.memory_gb
+        n, m = cand.gpus, e.memory_gb
         out.append(
             MinimumFit(
                 gpu=acc.name,
@@ -160,15 +163,33 @@ def minimum_fit(
     )
 
 
-def _why_not(ok: list, excluded: list, ctx: int, users: int, max_gpus: int) -> str:
-    """The nearest miss: the most sequences any split up to ``max_gpus`` holds, or the rule
-    that excluded the widest split."""
-    if ok:
-        best = max(min(int(ev.max_batch(ctx)), ev.max_seqs) for _, ev in ok)
-        return (
-            f"at most {best} sequence(s) of {ctx} tokens fit in up to {max_gpus} GPUs "
-            f"per replica; {users} asked"
-        )
-    if excluded:
-        return f"no split up to {max_gpus} GPUs starts: {excluded[-1][0]}: {excluded[-1][1]}"
-    return "no split to evaluate"
+class _Misses:
+    """Why no split of a GPU type holds the model: the most sequences any split that starts
+    holds, else the rule that stopped the widest split the domain allows."""
+
+    def __init__(self) -> None:
+        self.best, self.best_at, self.rule = -1, 0, None
+        self.refused: str | None = None  # memory holds it, the engine's rules refuse it
+
+    def add(self, ok: list, excluded: list, ctx: int) -> None:
+        for c, ev in ok:
+            b = min(int(ev.max_batch(ctx)), ev.max_seqs)
+            if b > self.best:
+                self.best, self.best_at = b, c.gpus
+        # the domain rule only says the count is too wide; the reason worth giving is the
+        # one met by the widest split that is allowed at all
+        for label, why in excluded:
+            if "domain" not in why or self.rule is None:
+                self.rule = f"{label}: {why}"
+
+    def why(self, users: int, max_gpus: int) -> str:
+        if self.refused:
+            return self.refused
+        if self.best >= 0:
+            return (
+                f"at most {self.best} sequence(s) fit (on {self.best_at} GPU(s)) in up to "
+                f"{max_gpus} GPUs per replica; {users} asked"
+            )
+        if self.rule:
+            return f"no split up to {max_gpus} GPUs starts; e.g. {self.rule}"
+        return "no split to evaluate"

@@ -154,6 +154,35 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(server):
     conn.close()
 
 
+@pytest.mark.parametrize(
+    "path,needle",
+    [
+        ("/api/estimate?model_config=/root&gpu=h100", "not file paths"),
+        ("/api/estimate?model=/etc/passwd&gpu=h100", "not file paths"),
+        ("/api/estimate?model=../x&gpu=h100", "not file paths"),
+        ("/api/saturation?model=llama-3.1-8b&gpu=h100&kv=fp8&kv=bf16", "given twice"),
+    ],
+)
+def test_the_api_reads_no_local_files_and_takes_each_option_once(server, path, needle):
+    status, body = get(server + path)
+    assert status == 422 and needle in body["error"]
+    status, _ = get(f"{server}/api/estimate?model=meta-llama/Llama-3.1-8B-Instruct&gpu=h100")
+    assert status == 200  # a Hugging Face id is a name, not a path
+
+
+def test_only_loopback_host_names_are_answered(server):
+    import http.client
+
+    host, port = server.removeprefix("http://").split(":")
+    for name, status in (("attacker.example", 400), (f"localhost:{port}", 200)):
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        conn.request("GET", "/api/gpus", headers={"Host": name})
+        assert conn.getresponse().status == status, name
+        conn.close()
+    got, body = get(f"{server}/api/solve?top=%C2%B2", b"workloads: []")
+    assert got == 422 and "top" in body["error"]
+
+
 def test_docs_and_page_reference_nothing_outside(server):
     for path in ("/", "/docs", "/static/app.js", "/static/draw.js", "/static/style.css"):
         with urllib.request.urlopen(server + path) as r:
@@ -310,6 +339,16 @@ def test_the_page_works_under_its_own_content_policy(browser, server):
     pg.locator('[data-picture="saturation"] polyline').first.wait_for(timeout=60_000)
     assert not [m for m in console if "Content Security Policy" in m], console
     ctx.close()
+
+
+def test_a_failing_check_clears_its_picture_and_says_why(page, server):
+    page.goto(f"{server}/#model=llama-3.1-8b&gpu=h100-sxm")
+    page.wait_for_selector('[data-picture="saturation"] polyline', state="attached")
+    page.select_option('[data-control="model"][data-group="modelling"]', "llama-3.1-405b")
+    note = page.locator('[data-note="saturation"]')
+    note.filter(has_text="does not fit").wait_for(timeout=60_000)
+    assert page.locator('[data-picture="saturation"] polyline').count() == 0
+    assert "llama-3.1-405b" in page.evaluate("location.hash")
 
 
 def test_a_family_model_shows_its_own_units(page, server):

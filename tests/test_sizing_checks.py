@@ -265,3 +265,35 @@ def test_readme_examples_run():
     for c in cmds:
         r = CliRunner().invoke(main, shlex.split(c)[1:])
         assert r.exit_code == 0, (c, r.output)
+
+
+def test_fit_tries_every_gpu_count_not_only_powers_of_two():
+    # 405B in bf16 (~810 GB) needs 5 MI300X (192 GB each): pipeline stages take any count
+    (f,) = minimum_fit("llama-3.1-405b", gpus=["mi300x"]).by_gpu
+    assert f.fits and f.gpus == 5 and f.parallel["pp"] == 5
+    e = estimator.estimate("llama-3.1-405b", "mi300x", 5, tp=1, pp=5)
+    assert e.fits
+    assert not estimator.estimate("llama-3.1-405b", "mi300x", 4, tp=1, pp=4).fits
+
+
+def test_fit_uses_estimates_verdict_engine_rules_included():
+    # memory holds 8 sequences, but the engine runs at most 4 at once / refuses long requests
+    for knobs, needle in (
+        ({"max_num_seqs": 4}, "max_num_seqs 4"),
+        ({"max_model_len": 1024}, "max_model_len 1024"),
+    ):
+        from estimator.engines import configure
+
+        eng = configure("vllm", **knobs)
+        (f,) = minimum_fit("llama-3.1-8b", users=8, gpus=["h100-sxm"], engine=eng).by_gpu
+        assert not f.fits and needle in f.why_not
+        e = estimator.estimate("llama-3.1-8b", "h100-sxm", batch=8, engine=eng)
+        assert not e.fits and any(needle in n for n in e.notes)
+
+
+def test_scaling_does_not_claim_past_what_it_tried():
+    r = scaling("llama-3.1-70b", "a100-80gb-sxm", batch=32, max_gpus=8, modes=("tp",))
+    assert r.scaling_limit["a100-80gb-sxm/tp"] == 8
+    from planner.render.sizing import scaling_text
+
+    assert "at least 8 GPU(s), the most tried" in scaling_text(r)

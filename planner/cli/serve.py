@@ -63,7 +63,7 @@ def serve_cmd(ctx, host, port, open_browser, allow_remote, timeout):
 
     from ..web.app import create_app
 
-    app = create_app(presets_of(ctx), timeout)
+    app = create_app(presets_of(ctx), timeout, None if is_loopback(host) else ["*"])
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
     click.echo(f"planner page at {url} (API reference at {url}docs); Ctrl-C stops it", err=True)

@@ -34,7 +34,7 @@ def saturation_text(r) -> str:
     lines = [head]
     target = r.tokens_per_s_target
     for s in r.series:
-        keep = {x for x in (s.saturation_batch, s.crossing_batch) if x}
+        keep = {x for x in (s.saturation_batch, s.crossing_batch, s.engine_cap) if x}
         rows = []
         for i in _shown(s.batch, keep):
             b = s.batch[i]
@@ -43,6 +43,8 @@ def saturation_text(r) -> str:
                 mark.append("saturation")
             if b == s.crossing_batch:
                 mark.append("crossing")
+            if b == s.engine_cap:
+                mark.append("engine cap (--max-num-seqs)")
             if i == len(s.batch) - 1:
                 mark.append("memory limit")
             rows.append(
@@ -149,17 +151,19 @@ def scaling_text(r) -> str:
         "collectives: share of a decode step spent in all-reduces and stage sends; "
         "efficiency: per-GPU throughput against the fewest GPUs that fit",
     ]
+    most = max(p.gpus for p in r.points)
     for key, n in r.scaling_limit.items():
         gpu, mode = key.split("/")
-        lines.append(
-            f"{gpu} {mode.upper()}: "
-            + (
-                "fits nowhere up to the GPUs asked"
-                if n is None
-                else f"worth it up to {n} GPU(s); past that each added GPU brings less than "
+        if n is None:
+            verdict = "fits nowhere up to the GPUs asked"
+        elif n == most:
+            verdict = f"worth it up to at least {n} GPU(s), the most tried"
+        else:
+            verdict = (
+                f"worth it up to {n} GPU(s); past that each added GPU brings less than "
                 f"{r.min_gain:.0%} of a GPU's throughput"
             )
-        )
+        lines.append(f"{gpu} {mode.upper()}: {verdict}")
     for s in r.skipped:
         lines.append(f"skipped {s['gpu']} {s['mode'].upper()}{s['gpus']}: {s['why']}")
     tp = [p for p in r.points if p.mode == "tp" and p.fits]

@@ -43,9 +43,18 @@ def to_args(cmd: click.Command, query: Iterable[tuple[str, str]]) -> list[str]:
     by_opt = {o: p for p in cmd.params if isinstance(p, click.Option) for o in p.opts}
     flags = {o: p for p in cmd.params if isinstance(p, click.Option) for o in p.secondary_opts}
     args: list[str] = []
+    given: set[str] = set()
     for key, value in query:
         if key == "format":
             continue  # the API always answers with the JSON payload
+        if key in given:
+            raise BadInput(f"{key} given twice; give each option once")
+        given.add(key)
+        if key == "model_config" or (key == "model" and _path_like(value)):
+            raise BadInput(
+                "the page's API takes preset names, not file paths: run `planner` on this "
+                "machine for a local config.json"
+            )
         name = "--" + key.replace("_", "-")
         p = by_opt.get(name)
         if p is None:
@@ -61,6 +70,12 @@ def to_args(cmd: click.Command, query: Iterable[tuple[str, str]]) -> list[str]:
             continue
         args += [name, value]
     return args
+
+
+def _path_like(text: str) -> bool:
+    """A file path rather than a preset name or a Hugging Face id (org/name)."""
+    t = text.strip()
+    return t.startswith(("/", ".", "~", "\\")) or ".." in t or "\\" in t or t.count("/") > 1
 
 
 def run_command(name: str, query: Iterable[tuple[str, str]], presets: tuple[str, ...] = ()) -> Any:
@@ -91,6 +106,9 @@ def solve_text(text: str, presets: tuple[str, ...] = (), top: int = 5) -> dict:
 
     try:
         sc = scenario_from_text(text, "scenario")
+        paths = [w.model for w in sc.workloads if _path_like(w.model)]
+        if paths:
+            raise BadInput(f"model {paths[0]!r}: the page's API takes preset names, not file paths")
         return plan_scenario(sc, presets, top=top).to_dict()
     except EstimatorError as e:
         raise BadInput(str(e)) from None

@@ -37,11 +37,29 @@ def _error(message: str, status: int = 422) -> Response:
     return _json({"error": message}, status)
 
 
+def host_of(header: str) -> str:
+    """The host part of a Host header: 'localhost:8000' -> 'localhost', '[::1]:8000' ->
+    '[::1]'."""
+    if header.startswith("["):
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
 def static_file(name: str) -> bytes:
     return resources.files("planner.web").joinpath("static", name).read_bytes()
 
 
-def create_app(presets: tuple[str, ...] = (), timeout_s: float = TIMEOUT_S) -> FastAPI:
+LOCAL_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+MAX_IN_FLIGHT = 2  # computations at once: a request past its time limit still holds one
+
+
+def create_app(
+    presets: tuple[str, ...] = (),
+    timeout_s: float = TIMEOUT_S,
+    allowed_hosts: list[str] | None = None,
+) -> FastAPI:
+    """``allowed_hosts``: the Host headers answered (default: loopback names only, so a web
+    page elsewhere cannot reach this server through DNS rebinding); ``["*"]`` for any."""
     app = FastAPI(
         title="planner",
         description=(
@@ -55,21 +73,37 @@ def create_app(presets: tuple[str, ...] = (), timeout_s: float = TIMEOUT_S) -> F
         redoc_url=None,
     )
 
+    slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+
     async def bounded(fn, *a) -> Response:
+        """Run ``fn`` on a worker thread, at most MAX_IN_FLIGHT at once, answering within
+        ``timeout_s``. A computation past its time keeps its slot until it ends, so
+        abandoned work never piles up beyond MAX_IN_FLIGHT threads."""
         try:
-            out = await asyncio.wait_for(run_in_threadpool(fn, *a), timeout_s)
+            await asyncio.wait_for(slots.acquire(), timeout_s)
+        except TimeoutError:
+            return _error("busy with earlier requests; try again", 503)
+        task = asyncio.ensure_future(run_in_threadpool(fn, *a))
+        task.add_done_callback(lambda _: slots.release())
+        try:
+            out = await asyncio.wait_for(asyncio.shield(task), timeout_s)
         except api.BadInput as e:
             return _error(str(e))
         except TimeoutError:
             return _error(f"took longer than {timeout_s:g} s; ask for less", 503)
         return _json(out)
 
+    hosts = allowed_hosts or LOCAL_HOSTS
+
     @app.middleware("http")
     async def limits(request: Request, call_next):
+        host = host_of(request.headers.get("host") or "")
+        if "*" not in hosts and host not in hosts:
+            return _error(f"host {host!r} is not served here (loopback only)", 400)
         if len(request.url.query) > MAX_QUERY:
             return _error(f"query longer than {MAX_QUERY:,} characters", 414)
         size = request.headers.get("content-length")
-        if size is not None and (not size.isdigit() or int(size) > MAX_BODY):
+        if size is not None and not (size.isascii() and size.isdigit() and int(size) <= MAX_BODY):
             return _error(f"request body larger than {MAX_BODY:,} bytes", 413)
         response = await call_next(request)
         response.headers["Content-Security-Policy"] = CSP
@@ -102,7 +136,7 @@ def create_app(presets: tuple[str, ...] = (), timeout_s: float = TIMEOUT_S) -> F
         except UnicodeDecodeError:
             return _error("the scenario must be UTF-8 text (YAML or JSON)")
         top = request.query_params.get("top", "5")
-        if not top.isdigit() or not 1 <= int(top) <= 50:
+        if not (top.isascii() and top.isdigit() and 1 <= int(top) <= 50):
             return _error("top: a whole number from 1 to 50")
         return await bounded(api.solve_text, text, presets, int(top))
 

@@ -11,6 +11,13 @@ from html import escape
 from .app import static_file
 
 
+def _script_json(obj) -> str:
+    """JSON that stays data inside a <script> block whatever the strings hold (a scenario
+    named '<!--<script>' included): <, > and & as JSON escapes."""
+    text = json.dumps(obj, default=float)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def _plan_rows(d: dict) -> str:
     head = (
         "workload",
@@ -48,6 +55,7 @@ def sizing_checks(sc, plan: dict, presets: tuple[str, ...] = ()) -> list[dict]:
     GPU of its type helps (TP), and the fewest GPUs of each type that hold its load per
     replica: ``planner saturation``, ``scaling`` and ``fit`` for the same inputs."""
     import math
+    from functools import partial
 
     from estimator.errors import EstimatorError
     from estimator.saturation import saturation
@@ -72,8 +80,9 @@ def sizing_checks(sc, plan: dict, presets: tuple[str, ...] = ()) -> list[dict]:
             presets=presets,
         )
         item: dict = {"workload": w.name, "gpu": row["gpu"], "users_per_replica": users}
-        try:
-            item["saturation"] = saturation(
+        runs = {
+            "saturation": partial(
+                saturation,
                 w.model,
                 row["gpu"],
                 row["gpus_per_replica"],
@@ -83,13 +92,15 @@ def sizing_checks(sc, plan: dict, presets: tuple[str, ...] = ()) -> list[dict]:
                 attention_dp=row["attention_dp"],
                 tokens_per_s=w.tokens_per_s,
                 **common,
-            ).to_dict()
-            item["scaling"] = scaling(
-                w.model, row["gpu"], batch=users, modes=("tp",), **common
-            ).to_dict()
-            item["fit"] = minimum_fit(w.model, users=users, **common).to_dict()
-        except EstimatorError as e:  # e.g. a vision-language model: no text-only checks
-            item["why_not"] = str(e)
+            ),
+            "scaling": partial(scaling, w.model, row["gpu"], batch=users, modes=("tp",), **common),
+            "fit": partial(minimum_fit, w.model, users=users, **common),
+        }
+        for key, run in runs.items():  # each on its own: one that cannot run leaves the rest
+            try:
+                item[key] = run().to_dict()
+            except EstimatorError as e:  # e.g. a vision-language model: no text-only checks
+                item.setdefault("why_not", {})[key] = str(e)
         out.append(item)
     return out
 
@@ -124,8 +135,8 @@ def report_html(plan: dict, scenario_text: str = "", checks: list[dict] | None =
     the input it was solved from; ``checks`` (:func:`sizing_checks`) adds the three
     checks' pictures."""
     checks = checks or []
-    check_data = json.dumps(checks, default=float).replace("</", "<\\/")
-    data = json.dumps(plan, default=float).replace("</", "<\\/")  # safe inside <script>
+    check_data = _script_json(checks)
+    data = _script_json(plan)
     css = static_file("style.css").decode()
     draw = static_file("draw.js").decode()
     name = escape(str(plan.get("scenario") or "plan"))
@@ -168,9 +179,9 @@ drawFrontier(document.querySelector('[data-picture="frontier"]'), d);
 JSON.parse(document.getElementById("checks").textContent).forEach((c, i) => {{
   const root = document.querySelector(`[data-check="${{i}}"]`);
   if (!root) return;
-  drawSaturation(root, c.saturation);
-  drawScaling(root, c.scaling);
-  drawMinimum(root, c.fit, c.gpu);
+  if (c.saturation) drawSaturation(root, c.saturation);
+  if (c.scaling) drawScaling(root, c.scaling);
+  if (c.fit) drawMinimum(root, c.fit, c.gpu);
 }});
 </script></body></html>
 """

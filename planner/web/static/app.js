@@ -257,6 +257,8 @@ function modelQuery() {
   return q;
 }
 
+// the body; null when the request failed (its status element says why); undefined when a
+// later request on the same channel superseded it
 async function call(channel, url, opts) {
   const n = (seq[channel] = (seq[channel] || 0) + 1);
   const status = $(`[data-status="${channel}"]`);
@@ -265,10 +267,10 @@ async function call(channel, url, opts) {
   try {
     const r = await fetch(url, opts);
     body = await r.json();
-    if (n !== seq[channel]) return null;  // a later request superseded this one
+    if (n !== seq[channel]) return undefined;  // a later request superseded this one
     if (!r.ok) throw new Error(body.error || r.statusText);
   } catch (e) {
-    if (n !== seq[channel]) return null;
+    if (n !== seq[channel]) return undefined;
     if (status) { status.textContent = e.message; status.classList.add("error"); }
     return null;
   }
@@ -322,6 +324,8 @@ async function runEstimate() {
   shareBar($('[data-picture="interconnect"]'), s.interconnect_in_decode, e.interconnect || "");
 }
 
+// The three checks, each on its own channel; a newer run (the configuration moved) makes an
+// older one stop, and a check that fails clears its picture and says why.
 async function runChecks() {
   const q = modelQuery();
   const base = new URLSearchParams();
@@ -330,16 +334,25 @@ async function runChecks() {
   sq.delete("batch");
   const w = state.weights || "bf16";
   sq.set("compare_weights", w === "int4" ? "bf16" : "int4");
-  const sat = await call("checks", "/api/saturation?" + sq);
-  if (sat) drawSaturation(document, sat);
   const sc = new URLSearchParams(base);
   sc.set("gpu", state.gpu); sc.set("batch", state.batch); sc.set("modes", "tp");
-  const scal = await call("checks", "/api/scaling?" + sc);
-  if (scal) drawScaling(document, scal);
   const fq = new URLSearchParams(base);
   fq.set("users", state.batch);
-  const fit = await call("checks", "/api/fit?" + fq);
-  if (fit) drawMinimum(document, fit, state.gpu);
+  const gpu = state.gpu;
+  const checks = [
+    ["saturation", "/api/saturation?" + sq, (r) => drawSaturation(document, r)],
+    ["scaling", "/api/scaling?" + sc, (r) => drawScaling(document, r)],
+    ["minimum", "/api/fit?" + fq, (r) => drawMinimum(document, r, gpu)],
+  ];
+  await Promise.all(checks.map(async ([name, url, draw]) => {
+    const r = await call(name, url);
+    if (r) draw(r);
+    else if (r === null) {  // failed: no stale picture under the message
+      const svg = $(`[data-picture="${name}"]`);
+      if (svg) svgReset(svg);
+      if (name === "minimum") $('[data-cards="minimum"]').innerHTML = "";
+    }
+  }));
 }
 
 // ---- Workload --------------------------------------------------------------------------
