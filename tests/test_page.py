@@ -23,6 +23,18 @@ from planner.scenario import load_scenario
 from planner.web.report import report_html, sizing_checks
 
 ROOT = Path(__file__).resolve().parent.parent
+# one configuration the API and page tests read back, as the CLI takes it
+EST_8B = (
+    "estimate",
+    "--model",
+    "llama-3.1-8b",
+    "--gpu",
+    "h100-sxm",
+    "--batch",
+    "16",
+    "--input-tokens",
+    "512",
+)
 SHOTS = ROOT / "docs" / "screenshots"
 
 
@@ -76,17 +88,7 @@ def test_api_payloads_are_the_clis(server):
     q = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "batch": 16, "input_tokens": 512}
     status, body = get(f"{server}/api/estimate?{urlencode(q)}")
     assert status == 200
-    cli = cli_json(
-        "estimate",
-        "--model",
-        "llama-3.1-8b",
-        "--gpu",
-        "h100-sxm",
-        "--batch",
-        "16",
-        "--input-tokens",
-        "512",
-    )
+    cli = cli_json(*EST_8B)
     assert body == cli
     status, body = get(f"{server}/api/curve?{urlencode({'model': 'llama-3.1-8b', 'gpu': 'l4'})}")
     assert status == 200 and body == cli_json("curve", "--model", "llama-3.1-8b", "--gpu", "l4")
@@ -276,17 +278,7 @@ def metric(pg, key: str) -> str:
 
 def test_modelling_shows_the_clis_numbers_and_moves_with_a_slider(page, server):
     page.goto(f"{server}/#tab=modelling&model=llama-3.1-8b&gpu=h100-sxm&batch=16&input-tokens=512")
-    cli = cli_json(
-        "estimate",
-        "--model",
-        "llama-3.1-8b",
-        "--gpu",
-        "h100-sxm",
-        "--batch",
-        "16",
-        "--input-tokens",
-        "512",
-    )
+    cli = cli_json(*EST_8B)
     page.wait_for_function("document.querySelector('[data-metric=\"tpot_s\"]') !== null")
     for key in ("tpot_s", "ttft_s", "per_user_tokens_per_s", "output_tokens_per_s", "max_batch"):
         assert float(metric(page, key)) == cli[key], key
