@@ -297,3 +297,27 @@ def test_scaling_does_not_claim_past_what_it_tried():
     from planner.render.sizing import scaling_text
 
     assert "at least 8 GPU(s), the most tried" in scaling_text(r)
+
+
+def test_moe_crossing_counts_the_experts_a_batch_touches():
+    # Mixtral decode at small batch reads the attention, the LM head and every expert some
+    # token of the batch routes to: 8·(1 − (1 − 2/8)^b) of 8 per layer, each 3·4096·14336
+    # bf16 weights; per-user speed = BW / bytes(b) falls fast as experts join
+    i, o, target = 128, 2, 60.0
+    bw = get_gpu("h200").bandwidth_bytes_s
+
+    def bytes_at(b: int) -> float:
+        touched = 8 * (1 - (1 - 2 / 8) ** b)
+        dense = 2 * (MX_ATTN + 32000 * 4096)
+        return dense + 32 * touched * 2 * MX_EXPERT + b * (L8_KV_TOKEN * (i + o / 2) + MX_ACT)
+
+    hand = max(b for b in range(1, 64) if bw / bytes_at(b) >= target)
+    r = saturation(
+        "mixtral-8x7b",
+        "h200",
+        input_tokens=i,
+        output_tokens=o,
+        tokens_per_s=target,
+        efficiency=UNIT,
+    )
+    assert r.series[0].crossing_batch == hand
