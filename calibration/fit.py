@@ -70,6 +70,7 @@ class Batch:
         self.isl = np.array([c.isl for c in cases], float)
         self.rep = np.array([c.replicas for c in cases], float)
         self.ngpu = np.array([c.n_gpus for c in cases], float)
+        self.pp = np.array([c.ev.pp for c in cases], float)
         self.measured = np.array([c.measured for c in cases])
         self.family = np.array([c.family for c in cases])
         self.kind = np.array([c.kind for c in cases])
@@ -85,7 +86,9 @@ class Batch:
             p.seq_overhead_us * 1e-6,
         )
         t_dec = self.dec.time(me, ce, *k)
-        s = self.pre.compute / ce + self.pre.comm + self.pre.collectives * k[0]
+        # a prompt's marginal prefill: one PP stage's share (prompts pipeline through the
+        # stages, as `estimator.load.prepare_steps` has it)
+        s = (self.pre.compute / ce + self.pre.comm + self.pre.collectives * k[0]) / self.pp
         s_alone = self.pre.time(me, ce, *k)
         out = np.empty(len(self.cases))
         for i in range(len(self.cases)):
@@ -138,6 +141,7 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     # otherwise they are the row-weighted mean of the fitted families (two A100 rows must
     # not set the efficiency of every GPU without its own data).
     own_default = sum(n for f, n in counts.items() if f not in fams) >= MIN_ROWS_PER_FAMILY
+    fp4 = {f: _precision_of(use, f).get("compute_precision") == "fp4" for f in fams}
     nd = 2 if own_default else 0
 
     def unpack(x: np.ndarray) -> Params:
@@ -148,9 +152,13 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
             d["default"] = (x[0], x[1])
         else:
             w = np.array([counts[f] for f in fams], float)
-            d["default"] = tuple(
-                float(np.average([d[f][k] for f in fams], weights=w)) for k in (0, 1)
-            )
+            mem = float(np.average([d[f][0] for f in fams], weights=w))
+            # compute: from the families fitted on 8- and 16-bit GEMMs where there are any;
+            # FP4 GEMMs reach a smaller share of their (doubled) peak, which says nothing of
+            # the BF16/FP8 math a GPU without its own data runs
+            pool = [f for f in fams if not fp4[f]] or fams
+            wc = np.array([counts[f] for f in pool], float)
+            d["default"] = (mem, float(np.average([d[f][1] for f in pool], weights=wc)))
         k = nd + 2 * len(fams)
         return Params(d, *x[k : k + len(GLOBAL)])
 

@@ -45,15 +45,15 @@ def disaggregated_point(
     x_dec = c_dec * e / (float(st.t_iter(st.slots)) * (o - 1) + kv_transfer_s * e)
     x_max = min(x_pf, x_dec)
 
-    def at_rate(lam):
+    def at_rate(lam, only=None):
         per_replica = lam * (o - 1) / (e * decode_replicas)
         b = np.minimum(decode_batch(st, per_replica), st.slots)
         hold = (o - 1) * st.t_iter(b) / e + kv_transfer_s  # a decode slot, once it has one
         w_sl = np.zeros_like(n)
         for _ in range(WAIT_ROUNDS):  # each wait shortens the other's think time: settles
-            pw_pf, w_pf = pf_queue(think_time_s + hold + w_sl, s_pf)
+            pw_pf, w_pf = pf_queue(think_time_s + hold + w_sl, s_pf, only)
             w_pf = w_pf * PREFILL_WAIT_FACTOR
-            before, (pw_sl, w_sl) = w_sl, slot_queue(think_time_s + w_pf + s_pf, hold)
+            before, (pw_sl, w_sl) = w_sl, slot_queue(think_time_s + w_pf + s_pf, hold, only)
             if np.all(np.abs(w_sl - before) <= WAIT_TOLERANCE * (1 + hold)):
                 break
         ttft = w_pf + s_pf

@@ -48,7 +48,8 @@ def efficiency_for(family: str, precision: str | None = None) -> Efficiency:
     """The family's factors. Its compute factor holds at the precision it was fitted at; at
     another precision the row-weighted mean of the families fitted at that precision is
     used when there are any (the share of peak a kernel reaches depends on the precision:
-    FP4 GEMMs reach less of their peak than FP8 ones), else the family's own."""
+    FP4 GEMMs reach less of their peak than FP8 ones), else the family's own, unless one of
+    the two is FP4 and the other not: then the defaults' (8/16-bit) compute."""
     cal = calibration()
     base = Efficiency(**cal["defaults"])
     fams = cal.get("families") or {}
@@ -59,6 +60,10 @@ def efficiency_for(family: str, precision: str | None = None) -> Efficiency:
         if same:
             w = sum(f.get("rows", 1) for f in same)
             over["compute"] = sum(f["compute"] * f.get("rows", 1) for f in same) / w
+        elif (fitted_at == "fp4") != (precision == "fp4"):
+            # an FP4 share of peak says nothing of 8/16-bit math (and back): the defaults,
+            # fitted on the 8/16-bit families, hold
+            over.pop("compute", None)
     return replace(base, **over)
 
 

@@ -206,7 +206,9 @@ def prepare_steps(
     mem_slots = int(max(ev.kv_budget - shared, 0) // max(per_seq, 1e-9))
     slots = max(0, min(mem_slots, ev.max_seqs))
     one = ev.prefill(1, i_eff)
-    s_tok = float(one.compute + one.comm + encoder_s) / i_eff
+    # under load, prompts pipeline through the PP stages, which work at once: a prompt
+    # token's marginal cost is one stage's share; alone, a prompt crosses every stage
+    s_tok = (float(one.compute + one.comm) / ev.pp + encoder_s) / i_eff
     b = np.arange(0, max(slots, 1) + 1, dtype=float)
     ctx = input_tokens + output_tokens / 2
     spec = opts.speculative
@@ -278,7 +280,8 @@ MAX_STEPS = 60  # bracket steps at most; the Illinois steps settle in ~10 in pra
 
 def rate_fixed_point(at_rate, x_max: float, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The request rate ``λ`` at which the users' implied rate ``at_rate(λ)[0]`` equals it,
-    per user count: (rate, saturated). The implied rate never rises with ``λ``, so the root
+    per user count: (rate, saturated). ``at_rate(λ, only)`` may leave rows outside ``only``
+    unsolved (their queues' sums are the cost). The implied rate never rises with ``λ``, so the root
     in ``[0, x_max]`` is unique; a bracket keeps it and Illinois (modified regula falsi)
     steps close it superlinearly whatever the curve's shape. Saturated where the users
     would send more than ``x_max``."""
@@ -294,7 +297,7 @@ def rate_fixed_point(at_rate, x_max: float, n: np.ndarray) -> tuple[np.ndarray, 
         if not live.any():
             break
         x = np.where(live, (lo * f_hi - hi * f_lo) / np.minimum(f_hi - f_lo, -1e-300), x)
-        f_x = at_rate(x)[0] - x
+        f_x = at_rate(x, live)[0] - x  # settled rows are not recomputed (their values unread)
         up, down = live & (f_x >= 0), live & (f_x < 0)
         f_hi = np.where(up & (side < 0), f_hi / 2, f_hi)  # Illinois: a stale end loses weight
         f_lo = np.where(down & (side > 0), f_lo / 2, f_lo)
@@ -378,16 +381,16 @@ def load_point(
     others = np.maximum(n - 1, 0) / np.maximum(n, 1)  # a request never waits on itself
     prefill_queue, slot_queue = Repairman(n, 1), Repairman(n, c)
 
-    def at_rate(lam):
+    def at_rate(lam, only=None):
         rho = np.minimum(lam * s_pf * others, 0.995)  # prefill share of the other users
         b = np.minimum(decode_batch(st, lam * (o - 1) / ((1 - rho) * e)), c)
         t_b = st.t_iter(b)
         t_it = t_b / (1 - rho)
         dec_time = (o - 1) * t_it / e
         own = s_pf + n_chunks * t_b
-        pw_pf, w_pf = prefill_queue(think_time_s + dec_time + own - s_pf, s_pf)
+        pw_pf, w_pf = prefill_queue(think_time_s + dec_time + own - s_pf, s_pf, only)
         w_pf = w_pf * PREFILL_WAIT_FACTOR
-        pw_sl, w_sl = slot_queue(think_time_s + w_pf, own + dec_time)
+        pw_sl, w_sl = slot_queue(think_time_s + w_pf, own + dec_time, only)
         busy = np.minimum(1.0, lam * (own + dec_time) * others)
         ttft = w_sl + w_pf + busy * t_it / 2 + own
         implied = n / (think_time_s + ttft + dec_time)

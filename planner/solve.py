@@ -46,7 +46,7 @@ def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> 
     # next-best fleets, each with a different set of GPU types
     alternatives, seen = [], [sol.gpus_by_type]
     for _ in range(max(0, top - 1)):
-        s = pl.run(pl.options, pl.limits(), exclude=seen)
+        s = pl.run(pl.options, _capped(pl.limits(), per_type, seen), exclude=seen)
         if not s.found:
             break
         seen.append(s.gpus_by_type)
@@ -68,6 +68,16 @@ def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> 
     if sc.confidence is not None:
         res.notes.append(_at_point_estimate(sc, presets, res.plan.cost_per_year_usd))
     return res
+
+
+def _capped(limits, per_type: list, seen: list[dict]):
+    """The limits with the cost capped at the cheapest one-type fleet not yet seen: that
+    fleet is itself a next-best answer, so no optimum lies above the cap; CP-SAT need not
+    search there."""
+    costs = [s.cost for _, s in per_type if s.optimal and s.gpus_by_type not in seen]
+    if not costs or (limits.max_usd is not None and limits.max_usd <= min(costs)):
+        return limits
+    return replace(limits, max_usd=min(costs))
 
 
 def compare(sc: Scenario, by: str = "vendor", presets: tuple[str, ...] = ()) -> Comparison:

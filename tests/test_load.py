@@ -151,3 +151,19 @@ def test_users_max_evaluates_every_count_and_slots_fit():
     d = c.to_dict()
     assert [p["users"] for p in d["points"]] == list(range(1, 601))
     assert d["max_users_fit"] == d["kv_slots_per_replica"]
+
+
+def test_prompts_pipeline_through_pp_stages_under_load():
+    """Alone, a prompt crosses every pipeline stage in turn (s_alone); under load the
+    stages work on different prompts at once, so a prompt token's marginal cost is one
+    stage's share (s_token)."""
+    from estimator import Evaluator, Parallel, get_gpu, get_model
+    from estimator.load import prepare_steps
+
+    m, g = get_model("llama-3.1-70b"), get_gpu("h100-sxm")
+    for pp in (1, 2, 4):
+        ev = Evaluator(m, g, Parallel(tp=1, pp=pp), "fp8", "fp8", "vllm")
+        st = prepare_steps(ev, 2000, 200)
+        one = ev.prefill(1, 2000)
+        assert st.s_token * 2000 == pytest.approx(float(one.compute + one.comm) / pp)
+        assert st.s_alone == pytest.approx(float(one.total))

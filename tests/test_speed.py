@@ -97,14 +97,46 @@ def test_decode_batch_binary_search_finds_the_least_root():
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
 
 
+def _window_sums(q: Repairman) -> Repairman:
+    """The queue with its closed forms off: every population by its window sum."""
+    q._single_server = lambda r, h, z, pw, wq: np.zeros(len(r), bool)
+    q._closed_form = lambda r, h, pw, wq, todo: np.zeros(len(r), bool)
+    return q
+
+
+def test_many_server_queue_closed_form_matches_the_sum():
+    rng = np.random.default_rng(3)
+    size = 3000
+    n = np.round(10 ** rng.uniform(0.3, 5, size))
+    c = np.maximum(1, np.round(n * 10 ** rng.uniform(-2.5, 0.1, size)))
+    hold, think = 10 ** rng.uniform(-1, 2, size), 10 ** rng.uniform(-1, 3, size)
+    q = Repairman(n, c)
+    pw, wq = q(think, hold)
+    ref_pw, ref_wq = _window_sums(Repairman(n, c))(think, hold)
+    np.testing.assert_allclose(pw, ref_pw, atol=1e-9)
+    np.testing.assert_allclose(wq, ref_wq, rtol=1e-7, atol=1e-9 * hold.max())
+    # most populations take the closed form (the point of it); the rest fall back
+    rows = q.rows
+    r = hold[rows] / think[rows]
+    assert (
+        q._closed_form(
+            r, hold[rows], np.zeros(r.size), np.zeros(r.size), np.ones(r.size, bool)
+        ).mean()
+        > 0.3
+    )
+    # rows left out of `only` are not computed, the others are unchanged
+    only = rng.random(size) < 0.5
+    pw2, wq2 = q(think, hold, only)
+    np.testing.assert_array_equal(pw2[only], pw[only])
+    np.testing.assert_array_equal(wq2[only], wq[only])
+
+
 def test_single_server_queue_closed_form_matches_the_sum():
     rng = np.random.default_rng(2)
     n = rng.integers(2, 3000, size=400).astype(float)
     hold, think = 10 ** rng.uniform(-3, 1, size=400), 10 ** rng.uniform(-3, 2, size=400)
     closed = Repairman(n, 1)(think, hold)
-    summed = Repairman(n, 1)
-    summed._single_server = lambda r, h, z, pw, wq: np.zeros(len(r), bool)
-    pw, wq = summed(think, hold)
+    pw, wq = _window_sums(Repairman(n, 1))(think, hold)
     np.testing.assert_allclose(closed[0], pw, atol=1e-10)
     big = wq > 1e-9 * hold  # tiny waits differ only in rounding
     np.testing.assert_allclose(closed[1][big], wq[big], rtol=1e-7)

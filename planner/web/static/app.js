@@ -396,7 +396,8 @@ function scenario() {
 }
 
 async function runSolve() {
-  const d = await call("workload", "/api/solve", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(scenario()) });
+  // top=1: the page shows the plan and the best plan per GPU type, not the next-best fleets
+  const d = await call("workload", "/api/solve?top=1", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(scenario()) });
   if (!d) return;
   $('[data-cards="workload"]').innerHTML = planCards(d);
   drawFleet($('[data-picture="fleet"]'), d);
