@@ -72,7 +72,7 @@ def users_past_saturation(
     else:
         p, d = split
         rate = min(
-            p / st.s_alone,
+            p * st.stages / st.s_alone,  # PP stages pipeline prompts
             d
             * max(st.slots, 1)
             * st.tokens_per_iter

@@ -39,7 +39,8 @@ def disaggregated_point(
     st = steps
     o, e = st.output_tokens, st.tokens_per_iter
     c_dec = max(st.slots, 1) * decode_replicas
-    s_pf = st.s_alone  # a prefill instance runs prompts one after another
+    s_first = st.s_alone  # a prompt's prefill alone: every PP stage in turn
+    s_pf = st.s_alone / st.stages  # what it holds the instance: its stages pipeline prompts
     pf_queue, slot_queue = Repairman(n, prefill_replicas), Repairman(n, c_dec)
     x_pf = prefill_replicas / s_pf
     x_dec = c_dec * e / (float(st.t_iter(st.slots)) * (o - 1) + kv_transfer_s * e)
@@ -53,10 +54,10 @@ def disaggregated_point(
         for _ in range(WAIT_ROUNDS):  # each wait shortens the other's think time: settles
             pw_pf, w_pf = pf_queue(think_time_s + hold + w_sl, s_pf, only)
             w_pf = w_pf * PREFILL_WAIT_FACTOR
-            before, (pw_sl, w_sl) = w_sl, slot_queue(think_time_s + w_pf + s_pf, hold, only)
+            before, (pw_sl, w_sl) = w_sl, slot_queue(think_time_s + w_pf + s_first, hold, only)
             if np.all(np.abs(w_sl - before) <= WAIT_TOLERANCE * (1 + hold)):
                 break
-        ttft = w_pf + s_pf
+        ttft = w_pf + s_first
         implied = n / (think_time_s + ttft + hold + w_sl)
         return implied, (b, hold, pw_pf, w_pf, pw_sl, w_sl, ttft)
 
@@ -66,7 +67,7 @@ def disaggregated_point(
     law = n / lam - think_time_s - dec_time  # the response-time law, binding at saturation
     ttft = np.where(saturated, np.maximum(ttft, law), ttft)
     q_pf = tail_wait(pw_pf, w_pf, percentile / 100.0)
-    ttft_p = np.maximum(s_pf + q_pf, ttft)
+    ttft_p = np.maximum(s_first + q_pf, ttft)
     tpot = (dec_time - kv_transfer_s) / max(o - 1, 1)
     in_flight = np.minimum(lam * hold / decode_replicas, st.slots)
     demand = n * hold / (think_time_s + ttft + dec_time) / decode_replicas

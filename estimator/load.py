@@ -98,6 +98,10 @@ class Steps:
     weights_gb: Any
     fixed_gb: Any
     config: np.ndarray | None = None  # stacked and aligned: each user count's table row
+    stages: Any = 1  # pipeline stages a prompt crosses in turn (PP)
+    # a prompt's own prefill seconds to its first token, every stage in turn (None: s_token ×
+    # prompt tokens, one stage)
+    s_first: Any = None
 
     @staticmethod
     def stack(items: list[Steps]) -> Steps:
@@ -123,6 +127,8 @@ class Steps:
             kv_gb_table=np.stack([pad(st.kv_gb_table) for st in items]),
             weights_gb=col("weights_gb"),
             fixed_gb=col("fixed_gb"),
+            stages=col("stages", np.int64),
+            s_first=np.array([st.first_token_prefill for st in items]),
         )
 
     @functools.cached_property
@@ -150,9 +156,16 @@ class Steps:
             weights_gb=self.weights_gb[config],
             fixed_gb=self.fixed_gb[config],
             config=config,
+            stages=self.stages[config],
+            s_first=self.s_first[config],
         )
         aligned.__dict__["decode_ratio"] = self.decode_ratio  # the tables' (computed once)
         return aligned
+
+    @property
+    def first_token_prefill(self):
+        """A prompt's own prefill to its first token (every stage in turn)."""
+        return self.input_tokens * self.s_token if self.s_first is None else self.s_first
 
     def memory_gb(self, in_flight):
         """Per-GPU memory with ``in_flight`` sequences holding KV."""
@@ -229,6 +242,8 @@ def prepare_steps(
         chunk=opts.chunk_tokens or ev.engine.max_num_batched_tokens,
         s_token=s_tok,
         s_alone=float(one.total) + encoder_s,
+        stages=ev.pp,
+        s_first=float(one.compute + one.comm) + encoder_s,
         tokens_per_iter=e,
         iter_table=np.asarray(it, float),
         kv_gb_table=kv / 1e9,
@@ -377,7 +392,8 @@ def load_point(
     c = np.maximum(st.slots, 1)
     x_max = saturation_rate(st)
     n_chunks = np.ceil(i_tok / st.chunk)
-    s_pf = i_tok * st.s_token
+    s_pf = i_tok * st.s_token  # what a prompt costs the replica (one stage's share)
+    s_first = st.first_token_prefill  # what it costs its own first token
     others = np.maximum(n - 1, 0) / np.maximum(n, 1)  # a request never waits on itself
     prefill_queue, slot_queue = Repairman(n, 1), Repairman(n, c)
 
@@ -387,7 +403,7 @@ def load_point(
         t_b = st.t_iter(b)
         t_it = t_b / (1 - rho)
         dec_time = (o - 1) * t_it / e
-        own = s_pf + n_chunks * t_b
+        own = s_first + n_chunks * t_b  # a request's own prefill, as it waits for it
         pw_pf, w_pf = prefill_queue(think_time_s + dec_time + own - s_pf, s_pf, only)
         w_pf = w_pf * PREFILL_WAIT_FACTOR
         pw_sl, w_sl = slot_queue(think_time_s + w_pf, own + dec_time, only)

@@ -124,7 +124,9 @@ class Repairman:
         ``e^u·(a·Q(a+1,u) − u·Q(a,u))``, ``a = N−c``. Used where every factor is a normal
         double and that difference keeps six digits or more; elsewhere (far from either
         side's mass) the window sums. Fills ``pw``/``wq`` there; returns where."""
-        ok = todo.copy()
+        # whole populations only: the sums run over k <= N, which a fractional N (users
+        # shared among replicas) leaves to the window
+        ok = todo & (self.n == np.round(self.n))
         if not ok.any():
             return ok
         idx = np.flatnonzero(ok)

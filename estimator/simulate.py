@@ -53,6 +53,8 @@ def simulate(
     slots = max(st.slots, 1)
     o, i_tok, chunk = st.output_tokens, st.input_tokens, st.chunk
     t_table = st.iter_table
+    # PP: a prompt's last chunk still crosses the later stages before its first token
+    lag = max(float(st.first_token_prefill) - i_tok * float(st.s_token), 0.0)
     # events: users' next arrival times (heap of (time, user))
     # users start spread over one request's duration, so fixed-length requests do not march
     # in lockstep (real traffic is not synchronised)
@@ -133,9 +135,9 @@ def simulate(
             prefilling.remove(req)
             arrival, u, _ = req
             if done >= warmup:
-                ttfts.append(now - arrival)
+                ttfts.append(now + lag - arrival)
             if o > 1:
-                decoding.append([arrival, u, now, o - 1])
+                decoding.append([arrival, u, now + lag, o - 1])
             else:
                 done += 1
                 heapq.heappush(arrivals, (now, u))

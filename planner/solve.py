@@ -74,7 +74,9 @@ def _capped(limits, per_type: list, seen: list[dict]):
     """The limits with the cost capped at the cheapest one-type fleet not yet seen: that
     fleet is itself a next-best answer, so no optimum lies above the cap; CP-SAT need not
     search there."""
-    costs = [s.cost for _, s in per_type if s.optimal and s.gpus_by_type not in seen]
+    # exclusions are by the set of GPU types (as `optimize._forbid` has them)
+    sets = [set(x) for x in seen]
+    costs = [s.cost for _, s in per_type if s.optimal and set(s.gpus_by_type) not in sets]
     if not costs or (limits.max_usd is not None and limits.max_usd <= min(costs)):
         return limits
     return replace(limits, max_usd=min(costs))

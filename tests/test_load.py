@@ -167,3 +167,19 @@ def test_prompts_pipeline_through_pp_stages_under_load():
         one = ev.prefill(1, 2000)
         assert st.s_token * 2000 == pytest.approx(float(one.compute + one.comm) / pp)
         assert st.s_alone == pytest.approx(float(one.total))
+
+
+def test_a_lone_prompts_first_token_crosses_every_stage():
+    """Under PP the replica's cost of a prompt is one stage's share, but the prompt's own
+    first token waits for every stage: one user's TTFT is not PP times faster."""
+    from estimator import Evaluator, Parallel, get_gpu, get_model
+    from estimator.load import load_point, prepare_steps
+
+    m, g = get_model("llama-3.1-70b"), get_gpu("h100-sxm")
+    ttft = {}
+    for pp in (1, 4, 8):
+        ev = Evaluator(m, g, Parallel(tp=1, pp=pp), "fp8", "fp8", "vllm")
+        st = prepare_steps(ev, 8000, 200)
+        ttft[pp] = float(load_point(st, [1]).ttft_s[0])
+        assert ttft[pp] >= 0.95 * st.s_alone  # at least the prompt's crossing, alone
+    assert ttft[8] > 0.8 * ttft[1]
