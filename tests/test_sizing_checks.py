@@ -11,23 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 import estimator
+from calibration.cases import UNIT  # the roofline alone: peak bandwidth and FLOPS, no overheads
 from estimator import get_gpu
-from estimator.efficiency import Efficiency
 from estimator.saturation import saturation
 from estimator.scaling import scaling
 from planner.cli import main
 from planner.minimum import minimum_fit
-
-# the roofline alone: full bandwidth and peak FLOPS, no fixed per-step costs
-UNIT = Efficiency(
-    memory=1.0,
-    compute=1.0,
-    comm_latency_scale=1.0,
-    collective_base_us=0.0,
-    layer_overhead_us=0.0,
-    step_overhead_ms=0.0,
-    seq_overhead_us=0.0,
-)
 
 # meta-llama/Llama-3.1-8B config.json: hidden 4096, 32 layers, MLP 14336, 32 heads, 8 KV
 # heads of 128, vocab 128256, untied embeddings
