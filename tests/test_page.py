@@ -361,11 +361,14 @@ def test_a_family_model_shows_its_own_units(page, server):
 def test_workload_solves_as_the_cli_does(page, server, tmp_path):
     bodies = []
     page.on("request", lambda r: bodies.append(r.post_data) if r.method == "POST" else None)
-    page.goto(f"{server}/#tab=workload&model=llama-3.1-8b&w.users=500&w.basis=rental")
+    page.goto(
+        f"{server}/#tab=workload&model=llama-3.1-8b&w.users=500&w.basis=rental&w.confidence=0.9"
+    )
     total = metric(page, "total_gpus")
     assert bodies
     f = tmp_path / "page.json"
     f.write_text(bodies[-1])
+    assert json.loads(bodies[-1])["confidence"] == 0.9
     cli = cli_json("solve", str(f))
     assert int(total) == cli["total_gpus"]
     assert metric(page, "order") == cli["order"]

@@ -140,7 +140,6 @@ def report_html(plan: dict, scenario_text: str = "", checks: list[dict] | None =
     css = static_file("style.css").decode()
     draw = static_file("draw.js").decode()
     name = escape(str(plan.get("scenario") or "plan"))
-    notes = "".join(f"<li>{escape(n)}</li>" for n in plan.get("notes", []))
     scenario = (
         f"<details><summary>Scenario</summary><pre>{escape(scenario_text)}</pre></details>"
         if scenario_text
@@ -166,7 +165,6 @@ are those of <code>planner solve --format json</code> for the same scenario.</p>
 <figure><figcaption>Cost per year of the best plan on each GPU type</figcaption>
 <svg data-picture="frontier" viewBox="0 0 640 300" role="img"></svg></figure>
 {_checks_html(checks)}
-{f"<h2>Notes</h2><ul>{notes}</ul>" if notes else ""}
 {scenario}
 </main>
 <script type="application/json" id="plan">{data}</script>

@@ -100,6 +100,8 @@ const CONTROLS = [
     info: "Purchase: whole servers, paid off over the horizon with power and hosting. Rental: cloud instances by the hour." },
   { g: "workload", name: "years", label: "Horizon (years)", kind: "number", min: 0.1, max: 50, step: 0.5, def: 3,
     info: "Years the purchase is paid off over, and the span the cost covers." },
+  { g: "workload", name: "confidence", label: "Confidence", kind: "select", options: ["", "0.5", "0.8", "0.9", "0.95"], def: "",
+    info: "Size so every target still holds when the estimator errs at this quantile in the pessimistic direction (from its cross-validated errors on published runs). Blank: the point estimate; 0.9 buys headroom for nine in ten of the estimator's misses." },
   { g: "workload", name: "max_usd", label: "Budget over the horizon ($)", kind: "number", min: 0, max: 1e12, step: 1000, def: "",
     info: "Most the fleet may cost over the horizon; blank: no limit." },
   { g: "curve", name: "users-max", fam: ["llm", "moe"], label: "Users up to", kind: "number", min: 1, max: 10000, def: "",
@@ -392,6 +394,7 @@ function scenario() {
   const sc = { name: "page", workloads: [wl], cost: { basis: v("basis"), years: num("years") } };
   if (v("vendors")) sc.fleet = { vendors: v("vendors").split(",") };
   if (v("max_usd")) sc.budget = { max_usd: num("max_usd") };
+  if (v("confidence")) sc.confidence = num("confidence");
   return sc;
 }
 
