@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from .disagg import disaggregated_point, kv_transfer_seconds
 from .engines import Engine
 from .errors import EstimatorError
 from .harness import waves_point
+from .labels import Labelled
 from .llm import Evaluator, parallel_for
 from .load import (
     LoadPoint,
@@ -82,7 +83,7 @@ def users_past_saturation(
 
 
 @dataclass
-class CurveResult:
+class CurveResult(Labelled):
     model: str
     gpu: str
     parallel: dict
@@ -102,11 +103,6 @@ class CurveResult:
     # every point's band: its value times these quantiles of measured/predicted (by kind)
     band_factors: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)  # display names for tables
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("labels")
-        return d
 
 
 def _user_counts(users: list[int] | None, users_max: int | None, default_max: int) -> list[int]:

@@ -12,7 +12,7 @@ per step, the same arithmetic); KV quantisation moves the memory limit.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from .catalog import get_gpu
 from .efficiency import Efficiency
 from .engines import Engine
 from .errors import EstimatorError
+from .labels import Labelled
 from .llm import Evaluator, parallel_for
 from .resolve import get_model, weights_for
 
@@ -53,7 +54,7 @@ class SaturationSeries:
 
 
 @dataclass
-class SaturationResult:
+class SaturationResult(Labelled):
     model: str
     gpu: str
     parallel: dict
@@ -64,11 +65,6 @@ class SaturationResult:
     tokens_per_s_target: float | None
     series: list[SaturationSeries]
     labels: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("labels")
-        return d
 
     def rows(self) -> list[dict]:
         """One row per (series, batch): the CSV view."""

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from .catalog import get_gpu
 from .engines import Engine
 from .errors import EstimatorError
+from .labels import Labelled
 from .llm import Workload, estimate_replica
 from .parallel import Parallel, powers_of_two
 from .resolve import get_model, weights_for
@@ -45,7 +46,7 @@ class ScalingPoint:
 
 
 @dataclass
-class ScalingResult:
+class ScalingResult(Labelled):
     model: str
     gpus: list[str]
     weights: str
@@ -59,11 +60,6 @@ class ScalingResult:
     scaling_limit: dict  # "gpu/mode" -> GPU count past which a step adds < min_gain
     skipped: list[dict] = field(default_factory=list)  # splits the model's shape refuses
     labels: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("labels")
-        return d
 
     def rows(self) -> list[dict]:
         return [asdict(p) for p in self.points]

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from estimator import EstimatorError, Workload, estimate_replica, get_gpu, get_model, gpu_catalog
 from estimator.engines import Engine
+from estimator.labels import Labelled
 from estimator.resolve import weights_for
 
 from .candidates import candidates_of
@@ -42,7 +43,7 @@ class MinimumFit:
 
 
 @dataclass
-class FitResult:
+class FitResult(Labelled):
     model: str
     input_tokens: int
     output_tokens: int
@@ -53,11 +54,6 @@ class FitResult:
     max_gpus: int
     by_gpu: list[MinimumFit]  # cheapest first
     labels: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("labels")
-        return d
 
     def rows(self) -> list[dict]:
         return [{k: v for k, v in asdict(f).items() if k != "parallel"} for f in self.by_gpu]

@@ -9,7 +9,7 @@ layers. Batches are arrays, as for the LLMs.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from ..engines import runtime_overhead_bytes
 from ..errors import EstimatorError, SplitError
 from ..formats import weight_format
 from ..hardware import Accelerator
+from ..labels import Labelled
 from ..memory_box import MemoryBox
 from ..parallel import Parallel
 from ..roofline import Machine, StepTimes
@@ -54,7 +55,7 @@ class FamilyOptions(BaseModel):
 
 
 @dataclass
-class FamilyEstimate:
+class FamilyEstimate(Labelled):
     model: str
     family: str
     gpu: str
@@ -70,8 +71,7 @@ class FamilyEstimate:
     labels: dict = field(default_factory=dict)  # display names for tables
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("labels")
+        d = super().to_dict()
         d.update(self.metrics)  # family metrics are top-level keys, as the CLI documents
         return d
 
