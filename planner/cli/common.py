@@ -11,7 +11,8 @@ from typing import Any
 
 import click
 
-from estimator.engines import ENGINES, KNOBS, SPEECH_ENGINES
+from estimator.engines import ENGINES, KNOBS, SPEECH_ENGINES, Engine
+from estimator.engines import configure as configure_engine
 from estimator.errors import EstimatorError
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 
@@ -296,6 +297,13 @@ _FAMILY_OPTIONS = [
 ]
 
 
+TOKENS = {"type": click.IntRange(1, 10_000_000), "show_default": True}
+length_options = _apply(  # a request's prompt and answer
+    [
+        click.option("--input-tokens", default=1024, **TOKENS),
+        click.option("--output-tokens", default=256, **TOKENS),
+    ]
+)
 model_options = _apply(_MODEL_OPTIONS)  # --model / --model-config
 format_options = _apply(_FORMAT_OPTIONS)  # weights, KV, engine and its memory knobs
 # --model/--gpu/--gpus, split, formats, engine
@@ -347,3 +355,38 @@ def serving_from(
     except ValidationError as e:  # a combination no single option's range catches
         msg = e.errors()[0]["msg"].removeprefix("Value error, ")
         raise EstimatorError(f"--arrivals/--think-time: {msg}") from None
+
+
+# ---- the replica options as the library's arguments ----------------------------------
+
+
+def model_of(model_name: str | None, model_config: str | None) -> str:
+    if bool(model_name) == bool(model_config):
+        raise EstimatorError("give exactly one of --model NAME or --model-config PATH")
+    return model_config or model_name
+
+
+def split_of(kw: dict) -> dict:
+    """The replica options as the estimator's keyword arguments."""
+    return dict(
+        gpus=kw.pop("gpus"),
+        tp=kw.pop("tp"),
+        pp=kw.pop("pp"),
+        ep=kw.pop("ep"),
+        attention_dp=kw.pop("attention_dp"),
+        weights=kw.pop("weights"),
+        kv=kw.pop("kv"),
+        engine=engine_of(kw),
+    )
+
+
+def engine_of(kw: dict) -> str | Engine | None:
+    """The engine asked for: a language-model engine with its knobs, a family's engine by
+    name, or None (each model's default)."""
+    name = kw.pop("engine")
+    knobs = {k: kw.pop(k) for k in KNOBS}
+    if name is not None and name not in ENGINES:
+        return name  # a family's engine (speech): the knobs are language-model memory policy
+    if name is None and all(v is None for v in knobs.values()):
+        return None
+    return configure_engine(name or "vllm", **knobs)

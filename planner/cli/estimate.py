@@ -6,8 +6,6 @@ import sys
 
 import click
 
-from estimator.engines import ENGINES, KNOBS, Engine
-from estimator.engines import configure as configure_engine
 from estimator.errors import EstimatorError
 
 from .common import (
@@ -20,45 +18,14 @@ from .common import (
     friendly_errors,
     given,
     handed_over,
+    length_options,
+    model_of,
     presets_of,
     replica_options,
     serving_from,
     serving_options,
+    split_of,
 )
-
-TOKENS = {"type": click.IntRange(1, 10_000_000), "show_default": True}
-
-
-def _model(model_name: str | None, model_config: str | None) -> str:
-    if bool(model_name) == bool(model_config):
-        raise EstimatorError("give exactly one of --model NAME or --model-config PATH")
-    return model_config or model_name
-
-
-def _split(kw: dict) -> dict:
-    """The replica options as the estimator's keyword arguments."""
-    return dict(
-        gpus=kw.pop("gpus"),
-        tp=kw.pop("tp"),
-        pp=kw.pop("pp"),
-        ep=kw.pop("ep"),
-        attention_dp=kw.pop("attention_dp"),
-        weights=kw.pop("weights"),
-        kv=kw.pop("kv"),
-        engine=_engine(kw),
-    )
-
-
-def _engine(kw: dict) -> str | Engine | None:
-    """The engine asked for: a language-model engine with its knobs, a family's engine by
-    name, or None (each model's default)."""
-    name = kw.pop("engine")
-    knobs = {k: kw.pop(k) for k in KNOBS}
-    if name is not None and name not in ENGINES:
-        return name  # a family's engine (speech): the knobs are language-model memory policy
-    if name is None and all(v is None for v in knobs.values()):
-        return None
-    return configure_engine(name or "vllm", **knobs)
 
 
 def _serving(kw: dict) -> dict:
@@ -77,8 +44,7 @@ def _serving(kw: dict) -> dict:
     show_default=True,
     help="Concurrent sequences per replica, or 'max' for the largest that fits.",
 )
-@click.option("--input-tokens", default=1024, **TOKENS)
-@click.option("--output-tokens", default=256, **TOKENS)
+@length_options
 @FORMAT
 @serving_options
 @family_options
@@ -90,7 +56,7 @@ def estimate_cmd(ctx, model_name, model_config, gpu_name, batch, fmt, **kw):
     The main figures are for a static batch on an idle replica; `under_load` gives the same
     replica serving `--batch` users in a closed loop (queueing, prefill/decode interference
     and the serving options)."""
-    split, serving = _split(kw), _serving(kw)
+    split, serving = split_of(kw), _serving(kw)
     res = kw.pop("resolution")
     images, image_resolution = kw.pop("images"), kw.pop("image_resolution")
     input_tokens, output_tokens = kw.pop("input_tokens"), kw.pop("output_tokens")
@@ -101,7 +67,7 @@ def estimate_cmd(ctx, model_name, model_config, gpu_name, batch, fmt, **kw):
 
     family = estimator.FamilyOptions(resolution=parse_resolution(res, 0) if res else None, **kw)
     e = estimator.estimate(
-        _model(model_name, model_config),
+        model_of(model_name, model_config),
         gpu_name,
         batch=batch,
         input_tokens=input_tokens if given(ctx, "input_tokens") else None,
@@ -123,8 +89,7 @@ def estimate_cmd(ctx, model_name, model_config, gpu_name, batch, fmt, **kw):
 
 @click.command("curve")
 @replica_options
-@click.option("--input-tokens", default=1024, **TOKENS)
-@click.option("--output-tokens", default=256, **TOKENS)
+@length_options
 @click.option("--users", "users_list", help="Comma-separated user counts, e.g. 1,2,4,8.")
 @click.option(
     "--users-max",
@@ -165,12 +130,12 @@ def curve_cmd(ctx, model_name, model_config, gpu_name, users_list, at_users, fmt
     from ..render.curve import curve_text
 
     c = estimator.curve(
-        _model(model_name, model_config),
+        model_of(model_name, model_config),
         gpu_name,
         users=users,
         at=at_users,
         presets=presets_of(ctx),
-        **_split(kw),
+        **split_of(kw),
         **_serving(kw),
         **kw,
     )

@@ -15,14 +15,17 @@ from .common import (
     FiniteRange,
     collecting,
     dump,
+    engine_of,
     format_options,
     friendly_errors,
     handed_over,
+    length_options,
+    model_of,
     model_options,
     presets_of,
     replica_options,
+    split_of,
 )
-from .estimate import TOKENS, _engine, _model, _split
 
 TABLE_JSON_CSV = click.option(
     "--format",
@@ -32,16 +35,6 @@ TABLE_JSON_CSV = click.option(
     show_default=True,
     help="A table with a text chart, the JSON payload, or one CSV row per point.",
 )
-LENGTHS = [
-    click.option("--input-tokens", default=1024, **TOKENS),
-    click.option("--output-tokens", default=256, **TOKENS),
-]
-
-
-def _lengths(fn):
-    for opt in reversed(LENGTHS):
-        fn = opt(fn)
-    return fn
 
 
 def _formats(text: str | None, allowed, option: str) -> list[str] | None:
@@ -71,7 +64,7 @@ def _emit(ctx, result, fmt: str, text) -> None:
 
 @click.command("saturation")
 @replica_options
-@_lengths
+@length_options
 @click.option(
     "--tokens-per-s",
     type=FiniteRange(0, 1e7, min_open=True),
@@ -101,9 +94,9 @@ def saturation_cmd(ctx, model_name, model_config, gpu_name, fmt, **kw):
 
     from ..render.sizing import saturation_text
 
-    split = _split(kw)
+    split = split_of(kw)
     r = saturation(
-        _model(model_name, model_config),
+        model_of(model_name, model_config),
         gpu_name,
         **split,
         input_tokens=kw["input_tokens"],
@@ -126,7 +119,7 @@ def saturation_cmd(ctx, model_name, model_config, gpu_name, fmt, **kw):
     help="GPU type(s), comma-separated, e.g. an NVLink part and its PCIe sibling.",
 )
 @format_options
-@_lengths
+@length_options
 @click.option(
     "--batch",
     type=click.IntRange(1, 1_000_000),
@@ -168,9 +161,9 @@ def scaling_cmd(ctx, model_name, model_config, gpu_names, fmt, **kw):
 
     from ..render.sizing import scaling_text
 
-    weights, kv, engine = kw.pop("weights"), kw.pop("kv"), _engine(kw)
+    weights, kv, engine = kw.pop("weights"), kw.pop("kv"), engine_of(kw)
     r = scaling(
-        _model(model_name, model_config),
+        model_of(model_name, model_config),
         gpu_names,
         weights=weights,
         kv=kv,
@@ -189,7 +182,7 @@ def scaling_cmd(ctx, model_name, model_config, gpu_names, fmt, **kw):
 @click.command("fit")
 @model_options
 @format_options
-@_lengths
+@length_options
 @click.option(
     "--users",
     type=click.IntRange(1, 1_000_000),
@@ -215,10 +208,10 @@ def fit_cmd(ctx, model_name, model_config, gpu_names, fmt, **kw):
     from ..minimum import minimum_fit
     from ..render.sizing import fit_text
 
-    weights, kv, engine = kw.pop("weights"), kw.pop("kv"), _engine(kw)
+    weights, kv, engine = kw.pop("weights"), kw.pop("kv"), engine_of(kw)
     names = [g.strip() for g in gpu_names.split(",") if g.strip()] if gpu_names else None
     r = minimum_fit(
-        _model(model_name, model_config),
+        model_of(model_name, model_config),
         input_tokens=kw["input_tokens"],
         output_tokens=kw["output_tokens"],
         users=kw["users"],
