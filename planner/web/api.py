@@ -5,6 +5,7 @@ is the number `planner ... --format json` prints, and bad input gets the CLI's m
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,20 +21,13 @@ class BadInput(Exception):
     """Input the command refuses; the message is the CLI's."""
 
 
-def _commands() -> dict[str, click.Command]:
+@functools.cache
+def commands() -> dict[str, click.Command]:
+    """The commands the API runs, by name (its routes: ``/api/<name>``)."""
     from ..cli.estimate import curve_cmd, estimate_cmd
     from ..cli.sizing import fit_cmd, saturation_cmd, scaling_cmd
 
-    return {
-        "estimate": estimate_cmd,
-        "curve": curve_cmd,
-        "saturation": saturation_cmd,
-        "scaling": scaling_cmd,
-        "fit": fit_cmd,
-    }
-
-
-COMMANDS = ("estimate", "curve", "saturation", "scaling", "fit")
+    return {c.name: c for c in (estimate_cmd, curve_cmd, saturation_cmd, scaling_cmd, fit_cmd)}
 
 
 def to_args(cmd: click.Command, query: Iterable[tuple[str, str]]) -> list[str]:
@@ -81,9 +75,9 @@ def _path_like(text: str) -> bool:
 def run_command(name: str, query: Iterable[tuple[str, str]], presets: tuple[str, ...] = ()) -> Any:
     """The result object of ``planner NAME`` with these options (its ``to_dict()`` is the
     command's ``--format json``)."""
-    cmds = _commands()
+    cmds = commands()
     if name not in cmds:
-        raise BadInput(f"unknown command {name!r}; the API runs {', '.join(COMMANDS)}")
+        raise BadInput(f"unknown command {name!r}; the API runs {', '.join(cmds)}")
     cmd = cmds[name]
     obj: dict[str, Any] = {"presets": presets, "collect": True}
     try:

@@ -120,7 +120,7 @@ def create_app(
         endpoint.__doc__ = f"`planner {name} ... --format json`; parameters as its options."
         return endpoint
 
-    for name in api.COMMANDS:
+    for name in api.commands():
         app.add_api_route(f"/api/{name}", command(name), methods=["GET"], summary=f"planner {name}")
 
     @app.post("/api/solve", summary="planner solve")
