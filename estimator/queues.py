@@ -74,11 +74,11 @@ class Repairman:
         z = (np.asarray(think, float) * np.ones(shape))[self.rows]
         r = np.maximum(h, 1e-30) / np.maximum(z, 1e-30)
         pw, wq = np.zeros(len(r)), np.zeros(len(r))
-        closed = self._single_server(r, h, z, pw, wq)
-        if only is not None:
-            closed |= ~np.broadcast_to(np.asarray(only, bool), shape)[self.rows]
-        closed |= self._closed_form(r, h, pw, wq, ~closed)
-        rest = np.flatnonzero(~closed)
+        done = self._single_server(r, h, z, pw, wq)
+        if only is not None:  # rows not asked for count as done (they read 0)
+            done |= ~np.broadcast_to(np.asarray(only, bool), shape)[self.rows]
+        done |= self._closed_form(r, h, pw, wq, ~done)
+        rest = np.flatnonzero(~done)
         if rest.size:
             start, stride, cols = self._window(r)
             width = np.maximum(8, 2 ** np.ceil(np.log2(np.maximum(cols[rest], 1))))
