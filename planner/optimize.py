@@ -328,6 +328,16 @@ def _solver(work_limit: float, workloads: int = 1):
     solver.parameters.cp_model_presolve = False
     solver.parameters.symmetry_level = 0
     solver.parameters.cp_model_probing_level = 0
+    # the LP relaxation of a covering-and-packing model is tight: branching on its solution
+    # finds and proves the optimum sooner than the default portfolio, and the generic cuts
+    # (Gomory, MIR, zero-half, clique) cost more than they cut. Over every model the shipped
+    # scenarios and benchmarks solve (256): 1.60 -> 0.54 s, slowest 353 -> 35 ms, the same
+    # optimum for each
+    solver.parameters.search_branching = cp_model.LP_SEARCH
+    solver.parameters.add_cg_cuts = False
+    solver.parameters.add_mir_cuts = False
+    solver.parameters.add_zero_half_cuts = False
+    solver.parameters.add_clique_cuts = False
     # workloads sharing units couple through the packing, which the full LP relaxation
     # bounds far better (three-workload catalogue warm solve 2.1 -> 1.7 s); alone, one
     # workload's model solves faster without it (0.54 vs 0.83 s)
