@@ -117,8 +117,17 @@ def error_pct(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
     return 100.0 * (pred - meas) / meas
 
 
+METRIC_CLASSES = ("throughput", "ttft", "per-token latency")
+
+
 def metric_class(metric: str) -> str:
-    return "latency" if metric in ("ttft_ms", "itl_ms", "tpot_ms") else "throughput"
+    """The kind of number: time to first token, time per output token (ITL, TPOT or its
+    inverse, per-user speed), or throughput."""
+    if metric == "ttft_ms":
+        return "ttft"
+    if metric in ("itl_ms", "tpot_ms", "tok_s_per_user"):
+        return "per-token latency"
+    return "throughput"
 
 
 # ---- fitting ------------------------------------------------------------------------------
@@ -212,6 +221,9 @@ def summarise(cases: list[Case], pred: np.ndarray) -> dict:
     for key, fn in (
         ("metric", lambda c: metric_class(c.metric)),
         ("family", lambda c: c.family),
+        # the compute factor is fitted per family on one precision's GEMMs: its bias per
+        # precision says whether it carries to the others
+        ("family_precision", lambda c: f"{c.family} {c.precision}"),
         ("source", lambda c: c.source_key),
     ):
         groups = sorted({fn(c) for c in cases})
@@ -296,9 +308,9 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         # kind of number and GPU family (>= 20 rows), for the bands every estimate carries
         "error_bands": error_bands(cases, cv),
         "error": {
-            "in_sample": {k: _slim(ins["metric"].get(k)) for k in ("throughput", "latency")},
+            "in_sample": {k: _slim(ins["metric"].get(k)) for k in METRIC_CLASSES},
             "leave_one_source_out": {
-                k: _slim(cvs["metric"].get(k)) for k in ("throughput", "latency")
+                k: _slim(cvs["metric"].get(k)) for k in METRIC_CLASSES
             },
         },
     }

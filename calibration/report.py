@@ -160,6 +160,10 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         rows = [["all", *_fmt_stats(summ["all"])]]
         rows += [[f"metric: {k}", *_fmt_stats(v)] for k, v in summ["metric"].items()]
         rows += [[f"GPU family: {k}", *_fmt_stats(v)] for k, v in summ["family"].items()]
+        rows += [
+            [f"GPU family x precision: {k}", *_fmt_stats(v)]
+            for k, v in summ["family_precision"].items()
+        ]
         rows += [[f"source: {k}", *_fmt_stats(v)] for k, v in summ["source"].items()]
         lines += [tabulate(rows, headers=head, tablefmt="github"), ""]
     pred = rep.cv_predicted if rep.cv_predicted is not None else rep.predicted

@@ -219,18 +219,23 @@ class Evaluator:
 
     # ---- time -------------------------------------------------------------------------
     def _comm(self, tokens):
-        """Interconnect seconds for one stage's pass over ``tokens`` tokens: TP all-reduces
-        (two per layer), or for MoE layers under EP one all-reduce and an all-to-all dispatch
-        and combine; plus the send to the next pipeline stage."""
+        """Interconnect seconds for one stage's pass over ``tokens`` tokens: per layer, the
+        attention's all-reduce and the MLP's (for MoE layers under EP, an all-to-all dispatch
+        and combine instead); plus the send to the next pipeline stage. Under attention-DP
+        each rank attends over its own sequences: no collective for attention; the MLP
+        gathers the tokens and scatters its results (all-gather + reduce-scatter, one
+        all-reduce's bytes)."""
         m, mc = self.model, self.machine
         layers = self.layers_per_stage
-        t = mc.tp_comm(tokens, m.hidden_size, layers)
+        ar = mc.tp_comm(tokens, m.hidden_size, layers, per_layer=1)
+        attention = 0.0 if self.par.attention_dp else ar
+        mlp = ar
         if self.tp > 1 and self.par.ep > 1:
             moe_frac = m.num_moe_layers / m.num_layers
             msg = np.asarray(tokens, float) * m.hidden_size * ACT_BYTES
             a2a = comm.alltoall(self.gpu, self.par.ep, msg * m.moe.top_k / self.tp, mc.eff)
-            t = t * (1 - moe_frac / 2) + layers * moe_frac * 2 * a2a
-        return t + mc.pp_comm(tokens, m.hidden_size)
+            mlp = ar * (1 - moe_frac) + layers * moe_frac * 2 * a2a
+        return attention + mlp + mc.pp_comm(tokens, m.hidden_size)
 
     def decode_step(self, batch, context, tokens_per_seq: int = 1) -> StepTimes:
         """One decode step: every sequence of ``batch`` adds a token at ``context``.
