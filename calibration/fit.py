@@ -309,9 +309,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "error_bands": error_bands(cases, cv),
         "error": {
             "in_sample": {k: _slim(ins["metric"].get(k)) for k in METRIC_CLASSES},
-            "leave_one_source_out": {
-                k: _slim(cvs["metric"].get(k)) for k in METRIC_CLASSES
-            },
+            "leave_one_source_out": {k: _slim(cvs["metric"].get(k)) for k in METRIC_CLASSES},
         },
     }
     target = target or Path(str(resources.files("estimator") / "calibration.yaml"))

@@ -27,7 +27,13 @@ def nearest_fit(
     ev = Evaluator(model, gpu, par, weights, kv, engine)
     mb = int(ev.max_batch(ctx))
     if mb >= 1:
-        out.append(f"batch {mb} fits at {ctx} tokens per sequence")
+        if wl.batch <= mb:  # memory holds it: the engine's sequence cap refused it
+            out.append(
+                f"batch {ev.max_seqs} runs at once; memory holds {mb}: raise --max-num-seqs "
+                f"to {wl.batch}"
+            )
+        else:
+            out.append(f"batch {min(mb, ev.max_seqs)} fits at {ctx} tokens per sequence")
         return out
     for tp in (2, 4, 8, 16, 32, 64):
         if tp <= par.tp:

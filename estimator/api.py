@@ -146,7 +146,8 @@ def estimate(
         b = _positive_batch(batch, f"--batch must be a positive integer or 'max', not '{batch}'")
     ev = Evaluator(llm, acc, par, weights, kv, engine)
     if is_max:
-        b = max(int(ev.max_batch(i + output_tokens)), 1)
+        # the most sequences the engine runs at once: what memory holds, within its cap
+        b = max(min(int(ev.max_batch(i + output_tokens)), ev.max_seqs), 1)
     wl = Workload(input_tokens=i, output_tokens=output_tokens, batch=b)
     base = estimate_replica(llm, acc, par, wl, weights=weights, kv=kv, engine=engine)
     est = ServingEstimate(**{k: getattr(base, k) for k in base.__dataclass_fields__})

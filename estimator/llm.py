@@ -323,6 +323,9 @@ class Estimate:
     interconnect: str
     notes: list[str] = field(default_factory=list)
     shortfall_gb: float = 0.0
+    # when memory suffices but an engine rule refuses the batch (max_num_seqs,
+    # max_model_len): that rule
+    refused_by: str | None = None
     kv_cache_tokens: int | None = None  # what the engine logs as "GPU KV cache size"
     bands: dict = field(default_factory=dict)  # p10-p50-p90 from cross-validated residuals
 
@@ -375,7 +378,12 @@ def estimate_replica(
         notes.append(ctx_note)
     if ev.weight_bytes > ev.capacity:
         notes.append("weights alone exceed GPU memory")
-    fits = fits and _max_model_len_ok(ev, end_ctx, notes) and _engine_cap_ok(ev, b, notes)
+    refused_by = None
+    if fits:
+        refused_by = _max_model_len_refusal(ev, end_ctx, notes) or _engine_cap_refusal(ev, b)
+        fits = refused_by is None
+        if refused_by:
+            notes.append(refused_by)
     shares = {
         "hbm_bandwidth_in_decode": float(
             dec.bytes_per_gpu * parallel.pp / (tpot * gpu.bandwidth_bytes_s)
@@ -421,6 +429,7 @@ def estimate_replica(
         interconnect=comm.group_link(gpu, parallel.gpus_per_replica, ev.eff),
         notes=notes,
         shortfall_gb=max(0.0, total - box.usable),
+        refused_by=refused_by,
         kv_cache_tokens=ev.kv_cache_tokens,
         bands=bands_for(gpu, ttft, tpot, replica_out),
     )
@@ -435,35 +444,34 @@ def unstartable(ev: Evaluator) -> str | None:
     return None
 
 
-def _engine_cap_ok(ev: Evaluator, batch: int, notes: list[str]) -> bool:
+def _engine_cap_refusal(ev: Evaluator, batch: int) -> str | None:
     """The engine runs at most max_num_seqs sequences at once (the rest queue)."""
     if batch <= ev.max_seqs:
-        return True
-    notes.append(
+        return None
+    return (
         f"batch {batch} exceeds the engine's max_num_seqs {ev.max_seqs}: the rest would "
         "wait; raise --max-num-seqs"
     )
-    return False
 
 
-def _max_model_len_ok(ev: Evaluator, context: int, notes: list[str]) -> bool:
+def _max_model_len_refusal(ev: Evaluator, context: int, notes: list[str]) -> str | None:
     """The engine's sequence-length rules: a request longer than max_model_len is refused,
     and vLLM refuses to start when its KV cache cannot hold one max_model_len sequence ("max
     seq len ... is larger than the maximum number of tokens that can be stored in KV cache").
     Unset, max_model_len is the model's own maximum: then only a note."""
     e, tokens = ev.engine, ev.kv_cache_tokens
     limit = e.max_model_len or ev.model.max_context
-    ok = True
-    if e.max_model_len and context > e.max_model_len:
-        notes.append(f"{context} tokens per request exceed max_model_len {e.max_model_len}")
-        ok = False
     if e.name == "vllm" and limit and tokens is not None and 0 < tokens < limit:
         knob = "max_model_len" if e.max_model_len else "the default max_model_len"
         notes.append(
             f"{e.name} will not start with {knob} {limit:,}: its KV cache holds {tokens:,} "
             f"tokens; set --max-model-len {tokens} or less"
         )
-    return ok and unstartable(ev) is None
+    if e.max_model_len and context > e.max_model_len:
+        return f"{context} tokens per request exceed max_model_len {e.max_model_len}"
+    if why := unstartable(ev):
+        return f"the engine will not start: {why}"
+    return None
 
 
 def parallel_for(

@@ -296,3 +296,19 @@ def test_block_fp8_checkpoints_shard_only_along_whole_blocks():
     with pytest.raises(SplitError, match="128-wide quantisation blocks"):
         estimator.estimate("deepseek-v3", "h200", gpus=32, batch=1)
     estimator.estimate("deepseek-v3", "h200", gpus=32, batch=1, weights="bf16")
+
+
+def test_engine_sequence_cap_bounds_batch_max_and_names_its_refusal():
+    """Memory holds 3,574 sequences of Qwen3-30B-A3B on 8 RTX PRO 6000 (TP8, FP4, FP8 KV,
+    2,000 tokens each) but TensorRT-LLM runs at most max_batch_size 2,048 at once: 'max' is
+    2,048 and fits; 3,000 is refused by that rule, not by memory, and the advice says so."""
+    from estimator.api import estimate
+
+    kw = dict(tp=8, weights="fp4", kv="fp8", engine="trtllm", input_tokens=1000)
+    kw["output_tokens"] = 1000
+    top = estimate("qwen3-30b-a3b", "rtx-pro-6000", 8, batch="max", **kw)
+    assert top.max_batch > 2048 and top.workload["batch"] == 2048 and top.fits
+    over = estimate("qwen3-30b-a3b", "rtx-pro-6000", 8, batch=3000, **kw)
+    assert not over.fits and over.shortfall_gb == 0.0
+    assert "max_num_seqs 2048" in over.refused_by
+    assert over.advice and "raise --max-num-seqs to 3000" in over.advice[0]

@@ -25,14 +25,25 @@ def estimate_text(e: ServingEstimate | FamilyEstimate) -> str:
     return out
 
 
+def _fits(e: ServingEstimate) -> str:
+    if e.fits:
+        return "yes"
+    if e.refused_by:
+        return "NO (an engine limit: see below)"
+    return f"NO (short {e.shortfall_gb:.1f} GB per GPU)"
+
+
 def does_not_fit(e: ServingEstimate | FamilyEstimate) -> str:
     m = e.memory_gb
     if isinstance(e, FamilyEstimate):
         return f"does not fit: needs {m.total:.1f} GB per GPU, the engine allows {m.usable:.1f} GB"
-    msg = (
-        f"does not fit: needs {m.total:.1f} GB per GPU, the engine allows {m.usable:.1f} GB "
-        f"of {m.capacity:.1f} GB: short by {e.shortfall_gb:.1f} GB per GPU"
-    )
+    if e.refused_by:
+        msg = f"does not run: {e.refused_by}"
+    else:
+        msg = (
+            f"does not fit: needs {m.total:.1f} GB per GPU, the engine allows {m.usable:.1f} "
+            f"GB of {m.capacity:.1f} GB: short by {e.shortfall_gb:.1f} GB per GPU"
+        )
     if e.advice:
         msg += "\nnearest that fits: " + "; ".join(e.advice)
     return msg
@@ -78,7 +89,7 @@ def _llm_table(e: ServingEstimate, model_label: str, gpu_label: str) -> str:
         "tokens"
     )
     rows = [
-        ["fits", "yes" if e.fits else f"NO (short {e.shortfall_gb:.1f} GB per GPU)"],
+        ["fits", _fits(e)],
         ["largest batch that fits", e.max_batch],
         [
             "prefill (idle replica)"
