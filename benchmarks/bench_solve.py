@@ -57,6 +57,22 @@ def warm(runs: int) -> None:
         times.append(time.perf_counter() - t0)
     print(f"warm in-process planner.solve(one_workload.yaml) ({runs} runs)")
     print(f"  wall: {_stats(times)}")
+    # a slider move: the same scenario with other users each time, so the demand (and the
+    # solver's every model) differs while the capacities are remembered
+    base = planner.load_scenario(path)
+    times = []
+    for k in range(runs):
+        w = base.workloads[0]
+        sc = base.model_copy(
+            update={
+                "workloads": [w.model_copy(update={"users": int(w.users * (1 + 0.03 * (k + 1)))})]
+            }
+        )
+        t0 = time.perf_counter()
+        planner.solve(sc)
+        times.append(time.perf_counter() - t0)
+    print(f"warm, users moved each run ({runs} runs)")
+    print(f"  wall: {_stats(times)}")
 
 
 if __name__ == "__main__":

@@ -124,8 +124,8 @@ MEMO_MAX = 50_000  # entries kept (least recently used dropped first)
 def replica_key(ev: Evaluator, w: LLMWorkload) -> tuple:
     """Everything a replica's load-model inputs (:func:`steps_for`) depend on."""
     return (
-        _digest(ev.model.model_dump_json()),  # a digest: whole configs would fill memory
-        _digest(ev.gpu.model_dump_json()),
+        _config_digest(ev.model),  # a digest: whole configs would fill memory
+        _config_digest(ev.gpu),
         ev.par.model_dump_json(),
         ev.wfmt.name,
         ev.kvfmt.name,
@@ -142,6 +142,24 @@ def replica_key(ev: Evaluator, w: LLMWorkload) -> tuple:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+_DIGESTS: dict[int, tuple[Any, str]] = {}  # id -> (the object, kept alive; its digest)
+
+
+def _config_digest(obj) -> str:
+    """A model's or GPU's config digest, computed once per object: a solve keys hundreds of
+    candidates on the same few objects (dumping a config is most of a warm solve's keying).
+    Model and GPU objects are not changed in place once built (the catalogue shares them
+    between calls already)."""
+    hit = _DIGESTS.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    if len(_DIGESTS) > 4096:
+        _DIGESTS.clear()
+    digest = _digest(obj.model_dump_json())
+    _DIGESTS[id(obj)] = (obj, digest)
+    return digest
 
 
 def config_key(ev: Evaluator, w: LLMWorkload, split: tuple[int, int] | None) -> tuple:

@@ -148,7 +148,7 @@ def solve(
         covers = _solution(options, {i: n for i, n in enumerate(hint) if n}, "optimal")
         if _meets_limits(options, covers, limits, exclude):
             return covers
-    m = cp_model.CpModel()
+    m = _model()
     ubx = [0] * len(options)  # options that cannot be placed stay at 0
     for i in live:
         o = options[i]
@@ -156,12 +156,12 @@ def solve(
         if limits.available and o.gpu in limits.available:
             ub = min(ub, limits.available[o.gpu] // o.gpus)
         ubx[i] = max(ub, 0)
-    x = [m.NewIntVar(0, ub, f"x{i}") for i, ub in enumerate(ubx)]
+    x = [m.new_int_var(0, ub, f"x{i}") for i, ub in enumerate(ubx)]
     for i in live:
-        m.AddHint(x[i], hint[i])
+        m.add_hint(x[i], hint[i])
     for w, idx in by_workload.items():
-        m.Add(sum(options[i].capacity * x[i] for i in idx) >= required[w])
-        m.Add(sum(_weight(options[i]) * x[i] for i in idx) >= floors[w])
+        m.add(sum(options[i].capacity * x[i] for i in idx) >= required[w])
+        m.add(sum(_weight(options[i]) * x[i] for i in idx) >= floors[w])
     if purchases is None:
         fleet = _loose(m, options, x, limits)
     else:
@@ -169,20 +169,20 @@ def solve(
     use, cost, power, gpus, counts = fleet.use, fleet.cost, fleet.power, fleet.gpus, fleet.counts
     max_types = 1 if limits.single_type else limits.max_types
     if max_types is not None:
-        m.Add(sum(use.values()) <= max_types)
+        m.add(sum(use.values()) <= max_types)
     if limits.max_vendors is not None:
         vendor = {o.gpu: o.vendor for o in options}
-        vuse = {v: m.NewBoolVar(f"vendor_{v}") for v in sorted(set(vendor.values()))}
+        vuse = {v: m.new_bool_var(f"vendor_{v}") for v in sorted(set(vendor.values()))}
         for g, u in use.items():
             if g in vendor:
-                m.AddImplication(u, vuse[vendor[g]])
+                m.add_implication(u, vuse[vendor[g]])
             else:  # a type none of these options runs on: it serves nothing
-                m.Add(u == 0)
-        m.Add(sum(vuse.values()) <= limits.max_vendors)
+                m.add(u == 0)
+        m.add(sum(vuse.values()) <= limits.max_vendors)
     if limits.max_usd is not None:
-        m.Add(cost <= int(limits.max_usd))
+        m.add(cost <= int(limits.max_usd))
     if limits.power_cap_w is not None:
-        m.Add(power <= limits.power_cap_w)
+        m.add(power <= limits.power_cap_w)
     if exclude:
         for prev in exclude:
             _forbid(m, use, prev)
@@ -194,27 +194,31 @@ def solve(
     primary = cost * TIE_SCALE + gpus + used
     served = sum(o.capacity * x[i] for i, o in enumerate(options))
     most = sum(o.capacity * ub for o, ub in zip(options, ubx, strict=True)) + 1
-    m.Minimize(primary * most - served)
-    if m.Validate():
-        m.Minimize(primary)
+    m.minimize(primary * most - served)
+    if m.validate():
+        m.minimize(primary)
     solver = _solver(work_limit, len(required))
-    status = solver.Solve(m)
+    status = solver.solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return _no_plan("infeasible" if status == cp_model.INFEASIBLE else "unknown")
     state = "optimal" if status == cp_model.OPTIMAL else "feasible"
-    reps = {i: int(solver.Value(v)) for i, v in enumerate(x) if solver.Value(v) > 0}
+    reps = {i: int(solver.value(v)) for i, v in enumerate(x) if solver.value(v) > 0}
     if purchases is None:
         return _solution(options, reps, state)
     y, spare = fleet.y, fleet.spare
     return Solution(
         state,
         reps,
-        {g: int(solver.Value(n)) for g, n in counts.items() if solver.Value(n) > 0},
-        int(solver.Value(cost)),
-        int(solver.Value(gpus)),
-        {j: int(solver.Value(v)) for j, v in enumerate(y) if solver.Value(v) > 0},
-        {j: int(solver.Value(v)) for j, v in enumerate(spare) if solver.Value(v) > 0},
+        {g: int(solver.value(n)) for g, n in counts.items() if solver.value(n) > 0},
+        int(solver.value(cost)),
+        int(solver.value(gpus)),
+        {j: int(solver.value(v)) for j, v in enumerate(y) if _bought(solver, v)},
+        {j: int(solver.value(v)) for j, v in enumerate(spare) if _bought(solver, v)},
     )
+
+
+def _bought(solver, v) -> bool:
+    return not isinstance(v, int) and solver.value(v) > 0
 
 
 @dataclass
@@ -235,15 +239,15 @@ def _loose(m, options: list[Option], x, limits: Limits) -> _Fleet:
     """Loose GPUs: each replica costs its option's price; the fleet is the replicas' GPUs."""
     types = sorted({o.gpu for o in options})
     counts = {g: sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g) for g in types}
-    use = {g: m.NewBoolVar(f"use_{g}") for g in types}
+    use = {g: m.new_bool_var(f"use_{g}") for g in types}
     for i, o in enumerate(options):
-        m.Add(x[i] == 0).OnlyEnforceIf(use[o.gpu].Not())
+        m.add(x[i] == 0).only_enforce_if(use[o.gpu].negated())
     for g in types:
-        m.Add(counts[g] >= 1).OnlyEnforceIf(use[g])
+        m.add(counts[g] >= 1).only_enforce_if(use[g])
     if limits.available:
         for g in types:
             if g in limits.available:
-                m.Add(counts[g] <= limits.available[g])
+                m.add(counts[g] <= limits.available[g])
     cost = sum(o.cost * x[i] for i, o in enumerate(options)) + limits.type_cost * sum(use.values())
     power = sum(o.power_w * x[i] for i, o in enumerate(options))
     return _Fleet(use, cost, power, sum(counts.values()), counts)
@@ -262,24 +266,28 @@ def _units(m, options, live, x, ubx, buys, by_type_buys, limits: Limits) -> _Fle
     use, counts = {}, {}
     for g, js in sorted(by_type_buys.items()):
         opts = [i for i in live if options[i].gpu == g]
+        if not opts:  # no replica runs on this type here: none of its units is bought
+            for j in js:
+                y[j] = spare[j] = 0
+            continue
         most = sum(options[i].gpus * ubx[i] for i in opts)  # GPUs the replicas could want
         for j in js:
             ub = -(-most // buys[j].gpus)
             if limits.available and g in limits.available:
                 ub = min(ub, limits.available[g] // buys[j].gpus)
-            y[j] = m.NewIntVar(0, max(ub, 0), f"y{j}")
-            spare[j] = m.NewIntVar(0, limits.spares, f"s{j}")
+            y[j] = m.new_int_var(0, max(ub, 0), f"y{j}")
+            spare[j] = m.new_int_var(0, limits.spares, f"s{j}")
             if limits.spares:
-                used = m.NewBoolVar(f"used{j}")
-                m.Add(y[j] >= 1).OnlyEnforceIf(used)
-                m.Add(y[j] == 0).OnlyEnforceIf(used.Not())
-                m.Add(spare[j] == limits.spares).OnlyEnforceIf(used)
-                m.Add(spare[j] == 0).OnlyEnforceIf(used.Not())
+                used = m.new_bool_var(f"used{j}")
+                m.add(y[j] >= 1).only_enforce_if(used)
+                m.add(y[j] == 0).only_enforce_if(used.negated())
+                m.add(spare[j] == limits.spares).only_enforce_if(used)
+                m.add(spare[j] == 0).only_enforce_if(used.negated())
         sizes = sorted({buys[j].gpus for j in js})
         if all(_pow2(s) for s in sizes):
             t = 1
             while t <= sizes[-1]:
-                m.Add(
+                m.add(
                     sum(options[i].gpus * x[i] for i in opts if options[i].gpus >= t)
                     <= sum(buys[j].gpus * y[j] for j in js if buys[j].gpus >= t)
                 )
@@ -289,30 +297,47 @@ def _units(m, options, live, x, ubx, buys, by_type_buys, limits: Limits) -> _Fle
             for s in sorted({options[i].gpus for i in opts}):
                 same = sum(x[i] for i in opts if options[i].gpus == s)
                 for j in js:
-                    z = m.NewIntVar(0, max(ubx[i] for i in opts) * (s // buys[j].gpus + 1), "z")
+                    z = m.new_int_var(0, max(ubx[i] for i in opts) * (s // buys[j].gpus + 1), "z")
                     bins[j].append(z)
                     per = buys[j].gpus // s
                     if per >= 1:
-                        m.Add(same <= per * z)
+                        m.add(same <= per * z)
                     else:  # a replica spans whole units
-                        m.Add(same * -(-s // buys[j].gpus) <= z)
+                        m.add(same * -(-s // buys[j].gpus) <= z)
             for j in js:
-                m.Add(sum(bins[j]) <= y[j])
-        use[g] = m.NewBoolVar(f"use_{g}")
+                m.add(sum(bins[j]) <= y[j])
+        use[g] = m.new_bool_var(f"use_{g}")
         for j in js:
-            m.Add(y[j] == 0).OnlyEnforceIf(use[g].Not())
-        m.Add(sum(y[j] for j in js) >= 1).OnlyEnforceIf(use[g])
+            m.add(y[j] == 0).only_enforce_if(use[g].negated())
+        m.add(sum(y[j] for j in js) >= 1).only_enforce_if(use[g])
         counts[g] = sum(buys[j].gpus * y[j] for j in js)
         if limits.available and g in limits.available:
             owned = sum(buys[j].gpus * (y[j] + spare[j]) for j in js)
-            m.Add(owned <= limits.available[g])
+            m.add(owned <= limits.available[g])
     owned = [y[j] + spare[j] for j in range(len(buys))]
     cost = sum(b.cost * owned[j] for j, b in enumerate(buys)) + limits.type_cost * sum(use.values())
     power = sum(b.power_w * owned[j] for j, b in enumerate(buys))
     if limits.max_rack_units is not None:
-        m.Add(sum(b.rack_units * owned[j] for j, b in enumerate(buys)) <= limits.max_rack_units)
+        m.add(sum(b.rack_units * owned[j] for j, b in enumerate(buys)) <= limits.max_rack_units)
     gpus = sum(b.gpus * owned[j] for j, b in enumerate(buys))
     return _Fleet(use, cost, power, gpus, counts, y, spare)
+
+
+@lru_cache(maxsize=1)
+def _model_class():
+    from ortools.sat.python import cp_model
+
+    class Model(cp_model.CpModel):
+        def _add_pre_pep8_methods(self) -> None:
+            """CpModel.__init__ gives each instance a camelCase alias of every add_/new_
+            method (about 1 ms a model, a tenth of a small solve); this module calls the
+            snake_case API only."""
+
+    return Model
+
+
+def _model():
+    return _model_class()()
 
 
 def _solver(work_limit: float, workloads: int = 1):
@@ -388,14 +413,14 @@ def _cover(
 ) -> tuple[int, tuple[int, ...]]:
     from ortools.sat.python import cp_model
 
-    m = cp_model.CpModel()
-    x = [m.NewIntVar(0, -(-need // c), f"x{i}") for i, c in enumerate(caps)]
-    m.Add(sum(c * v for c, v in zip(caps, x, strict=True)) >= need)
-    m.Minimize(sum(wt * v for wt, v in zip(weights, x, strict=True)))
+    m = _model()
+    x = [m.new_int_var(0, -(-need // c), f"x{i}") for i, c in enumerate(caps)]
+    m.add(sum(c * v for c, v in zip(caps, x, strict=True)) >= need)
+    m.minimize(sum(wt * v for wt, v in zip(weights, x, strict=True)))
     solver = _solver(WORK_LIMIT)
-    if solver.Solve(m) != cp_model.OPTIMAL:
+    if solver.solve(m) != cp_model.OPTIMAL:
         return 0, tuple(0 for _ in caps)  # no proven floor: 0 is still a valid bound
-    return int(solver.ObjectiveValue()), tuple(int(solver.Value(v)) for v in x)
+    return int(solver.objective_value), tuple(int(solver.value(v)) for v in x)
 
 
 def _cheapest_cover(options: list[Option], need: int) -> tuple[int, tuple[int, ...]]:
@@ -408,4 +433,6 @@ def _cheapest_cover(options: list[Option], need: int) -> tuple[int, tuple[int, .
 def _forbid(m: cp_model.CpModel, use: dict, prev: dict[str, int]) -> None:
     """A distinct fleet: a different set of GPU types than ``prev`` (one more idle server of
     the same types is not an alternative a buyer needs to see)."""
-    m.AddBoolOr([use[g].Not() if prev.get(g) else use[g] for g in use])
+    if any(n and g not in use for g, n in prev.items()):
+        return  # ``prev`` runs on a type this model cannot buy: every plan here differs
+    m.add_bool_or([use[g].negated() if prev.get(g) else use[g] for g in use])
