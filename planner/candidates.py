@@ -10,6 +10,8 @@ from estimator.engines import Engine
 from estimator.llm import unstartable
 from estimator.parallel import powers_of_two
 
+from .capacity import config_digest, memo
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -58,7 +60,10 @@ def enumerate_candidates(
     excluded: list[tuple[str, str]] = []
     for gpu in gpus:
         for n in powers_of_two(max_gpus):
-            o, x = candidates_of(model, gpu, n, weights, kv, engine)
+            # remembered: a warm solve (a slider move) would otherwise rebuild every
+            # evaluator of the catalogue; they depend on nothing else
+            key = ("candidates", config_digest(model), config_digest(gpu), n, weights, kv, engine)
+            o, x = memo(key, lambda gpu=gpu, n=n: candidates_of(model, gpu, n, weights, kv, engine))
             ok += o
             excluded += x
     return ok, excluded

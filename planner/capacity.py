@@ -63,11 +63,11 @@ def _ok(lp, w: LLMWorkload, gpu):
     return ok
 
 
-def steps_for(ev: Evaluator, w: LLMWorkload):
+def steps_for(ev: Evaluator, w: LLMWorkload, part: tuple | None = None):
     """The load model's inputs for a workload on a candidate (remembered per
     :func:`replica_key`). A vision-language workload adds its images' visual tokens to every
     prompt and its image encoder's time to every prefill (on this candidate's GPUs)."""
-    return memo(("steps", *replica_key(ev, w)), lambda: _steps_for(ev, w))
+    return memo(("steps", *replica_key(ev, w, part)), lambda: _steps_for(ev, w))
 
 
 def _steps_for(ev: Evaluator, w: LLMWorkload):
@@ -82,20 +82,36 @@ def _steps_for(ev: Evaluator, w: LLMWorkload):
     )
 
 
+_PROXIES: dict[int, tuple[Steps, tuple]] = {}  # id -> (the remembered steps; its proxy)
+
+
+def _proxy(st: Steps) -> tuple:
+    """The load-model inputs capacity rises with, once per (remembered, unchanging) steps."""
+    hit = _PROXIES.get(id(st))
+    if hit is not None and hit[0] is st:
+        return hit[1]
+    if len(_PROXIES) > MEMO_MAX:
+        _PROXIES.clear()
+    proxy = (
+        st.slots,
+        saturation_rate(st) if st.slots else 0.0,
+        -float(st.t_iter(1)),
+        -st.s_alone,
+    )
+    _PROXIES[id(st)] = (st, proxy)
+    return proxy
+
+
 def pareto_splits(cands, w: LLMWorkload):
     """Of the splits of one GPU type and size, keep those no other split beats on every
     load-model input at once (KV slots, saturation rate, single-stream iteration, idle
     prefill): capacity rises with each, so a split beaten on all of them serves fewer seats.
     Yields (candidate, evaluator, steps)."""
     groups: dict[tuple, list] = {}
+    part = workload_part(w)
     for cand, ev in cands:
-        st = steps_for(ev, w)
-        proxy = (
-            st.slots,
-            saturation_rate(st) if st.slots else 0.0,
-            -float(st.t_iter(1)),
-            -st.s_alone,
-        )
+        st = steps_for(ev, w, part)
+        proxy = _proxy(st)
         groups.setdefault((cand.gpu.name, cand.gpus), []).append((cand, ev, st, proxy))
     for members in groups.values():
         for cand, ev, st, p in members:
@@ -121,16 +137,24 @@ _MEMO: OrderedDict[tuple, Any] = OrderedDict()
 MEMO_MAX = 50_000  # entries kept (least recently used dropped first)
 
 
-def replica_key(ev: Evaluator, w: LLMWorkload) -> tuple:
-    """Everything a replica's load-model inputs (:func:`steps_for`) depend on."""
+def replica_key(ev: Evaluator, w: LLMWorkload, part: tuple | None = None) -> tuple:
+    """Everything a replica's load-model inputs (:func:`steps_for`) depend on. ``part``:
+    :func:`workload_part` of ``w``, when the caller keys many replicas of it."""
     return (
-        _config_digest(ev.model),  # a digest: whole configs would fill memory
-        _config_digest(ev.gpu),
-        ev.par.model_dump_json(),
+        config_digest(ev.model),  # a digest: whole configs would fill memory
+        config_digest(ev.gpu),
+        ev.par,  # frozen: hashed and compared by its fields
         ev.wfmt.name,
         ev.kvfmt.name,
         ev.engine,
         ev.machine.eff,
+        *(part or workload_part(w)),
+    )
+
+
+def workload_part(w: LLMWorkload) -> tuple:
+    """What of a workload the load-model inputs read: the request's shape and serving."""
+    return (
         w.input_tokens,
         w.output_tokens,
         w.serving().model_dump_json(),
@@ -147,7 +171,7 @@ def _digest(text: str) -> str:
 _DIGESTS: dict[int, tuple[Any, str]] = {}  # id -> (the object, kept alive; its digest)
 
 
-def _config_digest(obj) -> str:
+def config_digest(obj) -> str:
     """A model's or GPU's config digest, computed once per object: a solve keys hundreds of
     candidates on the same few objects (dumping a config is most of a warm solve's keying).
     Model and GPU objects are not changed in place once built (the catalogue shares them
@@ -162,11 +186,13 @@ def _config_digest(obj) -> str:
     return digest
 
 
-def config_key(ev: Evaluator, w: LLMWorkload, split: tuple[int, int] | None) -> tuple:
+def config_key(
+    ev: Evaluator, w: LLMWorkload, split: tuple[int, int] | None, part: tuple | None = None
+) -> tuple:
     """Everything a replica's capacity and operating points depend on: the replica, the
     targets it is held to and the percentile they are read at, and the disaggregation."""
     ttft, tps = targets(w, ev.gpu)
-    return (*replica_key(ev, w), w.ttft_percentile, ttft, tps, split)
+    return (*replica_key(ev, w, part), w.ttft_percentile, ttft, tps, split)
 
 
 def memo(key: tuple, compute: Callable[[], Any]) -> Any:
@@ -216,7 +242,8 @@ def llm_capacities(items: list[tuple[Evaluator, Steps]], w: LLMWorkload) -> list
     together: each search step of every replica is one row block of one stacked
     :func:`~estimator.load.load_point` call (rows are independent: the same numbers)."""
     out: list[Capacity | None] = [None] * len(items)
-    keys = [("capacity", *config_key(ev, w, None)) for ev, _ in items]
+    part = workload_part(w)
+    keys = [("capacity", *config_key(ev, w, None, part)) for ev, _ in items]
     todo = []
     for i, ((_ev, st), key) in enumerate(zip(items, keys, strict=True)):
         if key in _MEMO:
@@ -311,13 +338,14 @@ def operating_points(items: list[tuple[Evaluator, int]], w: LLMWorkload) -> None
     sessions)``, no disaggregation) from one stacked load-point evaluation; those already
     remembered are skipped."""
     todo: dict[tuple, tuple[Evaluator, int]] = {}
+    part = workload_part(w)
     for ev, sessions in items:
-        key = ("point", sessions, *config_key(ev, w, None))
+        key = ("point", sessions, *config_key(ev, w, None, part))
         if key not in _MEMO:
             todo[key] = (ev, sessions)
     if not todo:
         return
-    stacked = Steps.stack([steps_for(ev, w) for ev, _ in todo.values()])
+    stacked = Steps.stack([steps_for(ev, w, part) for ev, _ in todo.values()])
     users = np.array([max(n, 1) for _, n in todo.values()], float)
     lp = _stacked_points(stacked, w, users, np.arange(len(todo)))
     for k, (key, (ev, sessions)) in enumerate(todo.items()):
