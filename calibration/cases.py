@@ -38,7 +38,13 @@ COLUMNS = [
 
 # Rows the fit leaves out (still reported): their number is dominated by something the
 # roofline does not claim to model row by row.
-FIT_EXCLUDE_FLAGS = ("QUEUEING-DOMINATED", "SPECULATIVE", "MTP speculative", "READ-FROM-CHART")
+FIT_EXCLUDE_FLAGS = (
+    "QUEUEING-DOMINATED",
+    "SPECULATIVE",
+    "MTP speculative",
+    "READ-FROM-CHART",
+    "NON-DEFAULT KERNELS",  # the engine run with its optimised kernels switched off
+)
 
 _WEIGHTS = {
     "fp16": "fp16",
