@@ -12,14 +12,15 @@ reads its factors from."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from estimator.efficiency import efficiency_for
+from estimator.efficiency import efficiency_for, fitted_engines
 from estimator.files import atomic_write_text
 from estimator.harness import lockstep, saturated_tokens_per_s
 
@@ -37,9 +38,15 @@ class Params:
     layer_overhead_us: float
     step_overhead_ms: float
     seq_overhead_us: float
+    # engine -> (step_overhead_ms, seq_overhead_us): its host's work per step and per
+    # running sequence (engines without enough rows use the two above)
+    engines: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def eff(self, family: str) -> tuple[float, float]:
         return self.families.get(family, self.families.get("default", (0.8, 0.6)))
+
+    def host(self, engine: str) -> tuple[float, float]:
+        return self.engines.get(engine, (self.step_overhead_ms, self.seq_overhead_us))
 
 
 def current_params(families: list[str]) -> Params:
@@ -48,12 +55,18 @@ def current_params(families: list[str]) -> Params:
         e = efficiency_for(f if f != "default" else "__none__")
         fams[f] = (e.memory, e.compute)
     e = efficiency_for("__none__")
+    engines = {
+        n: (h.step_overhead_ms, h.seq_overhead_us)
+        for n in fitted_engines()
+        for h in [efficiency_for("__none__", engine=n)]
+    }
     return Params(
         fams,
         e.collective_base_us,
         e.layer_overhead_us,
         e.step_overhead_ms,
         e.seq_overhead_us,
+        engines,
     )
 
 
@@ -75,15 +88,17 @@ class Batch:
         self.family = np.array([c.family for c in cases])
         self.kind = np.array([c.kind for c in cases])
         self.metric = np.array([c.metric for c in cases])
+        self.engine = [c.ev.engine.name for c in cases]
 
     def predict(self, p: Params) -> np.ndarray:
         me = np.array([p.eff(f)[0] for f in self.family])
         ce = np.array([p.eff(f)[1] for f in self.family])
+        host = np.array([p.host(e) for e in self.engine]).reshape(-1, 2)
         k = (
             p.collective_base_us * 1e-6,
             p.layer_overhead_us * 1e-6,
-            p.step_overhead_ms * 1e-3,
-            p.seq_overhead_us * 1e-6,
+            host[:, 0] * 1e-3,
+            host[:, 1] * 1e-6,
         )
         t_dec = self.dec.time(me, ce, *k)
         # a prompt's marginal prefill: one PP stage's share (prompts pipeline through the
@@ -132,6 +147,7 @@ def metric_class(metric: str) -> str:
 
 # ---- fitting ------------------------------------------------------------------------------
 MIN_ROWS_PER_FAMILY = 15
+MIN_ROWS_PER_ENGINE = 30
 
 
 def fit(cases: list[Case]) -> tuple[Params, dict]:
@@ -152,6 +168,12 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     own_default = sum(n for f, n in counts.items() if f not in fams) >= MIN_ROWS_PER_FAMILY
     fp4 = {f: _precision_of(use, f).get("compute_precision") == "fp4" for f in fams}
     nd = 2 if own_default else 0
+    # the host's per-step and per-sequence work is the engine's (a C++ executor or a Python
+    # scheduler): fitted per engine where it has enough rows, else shared
+    eng_rows = Counter(c.ev.engine.name for c in use)
+    engs = sorted(e for e, n in eng_rows.items() if n >= MIN_ROWS_PER_ENGINE)
+    shared = sum(n for e, n in eng_rows.items() if e not in engs) >= MIN_ROWS_PER_ENGINE
+    glob = GLOBAL if shared else GLOBAL[:2]
 
     def unpack(x: np.ndarray) -> Params:
         d = {}
@@ -169,11 +191,20 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
             wc = np.array([counts[f] for f in pool], float)
             d["default"] = (mem, float(np.average([d[f][1] for f in pool], weights=wc)))
         k = nd + 2 * len(fams)
-        return Params(d, *x[k : k + len(GLOBAL)])
+        g = list(x[k : k + len(glob)])
+        k += len(glob)
+        hosts = {e: (float(x[k + 2 * i]), float(x[k + 2 * i + 1])) for i, e in enumerate(engs)}
+        if not shared:  # the engines without their own: the row-weighted mean of the others
+            w = np.array([eng_rows[e] for e in engs], float)
+            g += [float(np.average([hosts[e][j] for e in engs], weights=w)) for j in (0, 1)]
+        return Params(d, *g, hosts)
 
-    x0 = [0.8, 0.6] * (len(fams) + nd // 2) + [6.6, 4.0, 1.0, 2.0]
-    lo = [0.2, 0.1] * (len(fams) + nd // 2) + [0.0, 0.0, 0.0, 0.0]
-    hi = [1.0, 1.0] * (len(fams) + nd // 2) + [50.0, 200.0, 20.0, 50.0]
+    x0 = [0.8, 0.6] * (len(fams) + nd // 2) + [6.6, 4.0, 1.0, 2.0][: len(glob)]
+    lo = [0.2, 0.1] * (len(fams) + nd // 2) + [0.0, 0.0, 0.0, 0.0][: len(glob)]
+    hi = [1.0, 1.0] * (len(fams) + nd // 2) + [50.0, 200.0, 20.0, 50.0][: len(glob)]
+    x0 += [1.0, 2.0] * len(engs)
+    lo += [0.0, 0.0] * len(engs)
+    hi += [20.0, 50.0] * len(engs)
 
     def resid(x):
         r = np.log(batch.predict(unpack(x)) / batch.measured)
@@ -181,11 +212,15 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
 
     res = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.2, x_scale="jac")
     p = unpack(res.x)
-    names = [
-        f"{f}.{k}"
-        for f in (["default"] if own_default else []) + fams
-        for k in ("memory", "compute")
-    ] + list(GLOBAL)
+    names = (
+        [
+            f"{f}.{k}"
+            for f in (["default"] if own_default else []) + fams
+            for k in ("memory", "compute")
+        ]
+        + list(glob)
+        + [f"engines.{e}.{k}" for e in engs for k in GLOBAL[2:]]
+    )
     at_bound = [
         n for n, x, a, b in zip(names, res.x, lo, hi, strict=True) if x <= a + 1e-6 or x >= b - 1e-6
     ]
@@ -303,6 +338,14 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
             "seq_overhead_us": r4(params.seq_overhead_us),
         },
         "families": fams,
+        "engines": {
+            e: {
+                "step_overhead_ms": r4(step),
+                "seq_overhead_us": r4(seq),
+                "rows": sum(1 for c in cases if c.fit and c.ev.engine.name == e),
+            }
+            for e, (step, seq) in params.engines.items()
+        },
         "links": {"nic_latency_us": 8.0},
         # quantiles of measured / predicted from the leave-one-source-out predictions, by
         # kind of number and GPU family (>= 20 rows), for the bands every estimate carries
@@ -322,7 +365,9 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# memory/compute: achieved share of peak HBM bandwidth / dense FLOPS.\n"
         "# collective_base_us: fixed start-up latency per collective; layer_overhead_us: fixed\n"
         "# cost per layer per step (kernel launches and gaps); step_overhead_ms: per engine step;\n"
-        "# seq_overhead_us: host work per running sequence per step (sampling, scheduling).\n"
+        "# seq_overhead_us: host work per running sequence per step (sampling, scheduling);\n"
+        "# engines: those two for each serving engine with enough rows (the defaults' serve\n"
+        "# the others).\n"
         "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
         "# family_engines: host time per decoder layer per decoding step (layer_us) and per\n"
         "# running sequence (layer_seq_us) of the eager speech engines, fitted on their runs\n"
@@ -395,6 +440,7 @@ def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:
             "layer_overhead_us": float(params.layer_overhead_us),
             "step_overhead_ms": float(params.step_overhead_ms),
             "seq_overhead_us": float(params.seq_overhead_us),
+            "engines": params.engines,
         },
         "fit": info,
     }

@@ -15,22 +15,23 @@ from estimator.load import ServingOptions, prepare_steps
 from .cases import Case
 
 
-def efficiency_of(params, family: str) -> Efficiency:
+def efficiency_of(params, family: str, engine: str = "") -> Efficiency:
     m, c = params.eff(family)
+    step, seq = params.host(engine)
     return Efficiency(
         memory=m,
         compute=c,
         comm_latency_scale=1.0,
         collective_base_us=params.collective_base_us,
         layer_overhead_us=params.layer_overhead_us,
-        step_overhead_ms=params.step_overhead_ms,
-        seq_overhead_us=params.seq_overhead_us,
+        step_overhead_ms=step,
+        seq_overhead_us=seq,
     )
 
 
 def closed_loop(case: Case, params) -> float:
     """The row's metric from the sizing model's load point (nan if it cannot be evaluated)."""
-    ev = case.ev.with_efficiency(efficiency_of(params, case.family))
+    ev = case.ev.with_efficiency(efficiency_of(params, case.family, case.ev.engine.name))
     try:
         opts = ServingOptions(arrivals=case.arrivals)
         st = prepare_steps(ev, case.isl, case.osl, opts)

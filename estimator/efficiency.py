@@ -44,7 +44,9 @@ def efficiency_key(gpu) -> str:
     return f"{gpu.family}-gddr" if gddr else gpu.family
 
 
-def efficiency_for(family: str, precision: str | None = None) -> Efficiency:
+def efficiency_for(
+    family: str, precision: str | None = None, engine: str | None = None
+) -> Efficiency:
     """The family's factors. Its compute factor holds at the precision it was fitted at; at
     another precision the row-weighted mean of the families fitted at that precision is
     used when there are any (the share of peak a kernel reaches depends on the precision:
@@ -64,7 +66,15 @@ def efficiency_for(family: str, precision: str | None = None) -> Efficiency:
             # an FP4 share of peak says nothing of 8/16-bit math (and back): the defaults,
             # fitted on the 8/16-bit families, hold
             over.pop("compute", None)
+    host = (cal.get("engines") or {}).get(engine or "")
+    if host:  # the engine's own host work per step and per running sequence
+        over.update({k: host[k] for k in ("step_overhead_ms", "seq_overhead_us")})
     return replace(base, **over)
+
+
+def fitted_engines() -> list[str]:
+    """The serving engines with host overheads of their own in the calibration."""
+    return sorted(calibration().get("engines") or {})
 
 
 def link_defaults() -> LinkDefaults:

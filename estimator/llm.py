@@ -68,7 +68,7 @@ class Evaluator:
         )
         if self.wfmt.name == "fp8":  # the checkpoint's own block-FP8 layout
             check_block_quant(model, par)
-        self.machine = Machine(gpu, par, self.wfmt.compute, efficiency)
+        self.machine = Machine(gpu, par, self.wfmt.compute, efficiency, self.engine.name)
         self.notes: list[str] = []
         if self.machine.precision_note:
             self.notes.append(self.machine.precision_note)

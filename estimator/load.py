@@ -401,7 +401,10 @@ def load_point(
         rho = np.minimum(lam * s_pf * others, 0.995)  # prefill share of the other users
         b = np.minimum(decode_batch(st, lam * (o - 1) / ((1 - rho) * e)), c)
         t_b = st.t_iter(b)
-        t_it = t_b / (1 - rho)
+        # a decoding request sees itself and the others' batch (the arrival theorem, with
+        # Schweitzer's b·(N−1)/N for the others): at light load, more than the time average b
+        t_it = st.t_iter(np.minimum(1.0 + b * others, np.maximum(b, c))) / (1 - rho)
+        t_it = np.maximum(t_it, t_b / (1 - rho))
         dec_time = (o - 1) * t_it / e
         own = s_first + n_chunks * t_b  # a request's own prefill, as it waits for it
         pw_pf, w_pf = prefill_queue(think_time_s + dec_time + own - s_pf, s_pf, only)

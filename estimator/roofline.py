@@ -47,7 +47,12 @@ class Machine:
     bandwidth, and the links its collectives cross."""
 
     def __init__(
-        self, gpu: Accelerator, par: Parallel, compute: str, efficiency: Efficiency | None = None
+        self,
+        gpu: Accelerator,
+        par: Parallel,
+        compute: str,
+        efficiency: Efficiency | None = None,
+        engine: str | None = None,
     ):
         self.gpu, self.par = gpu, par
         self.tp, self.pp, self.gpus = par.tp, par.pp, par.tp * par.pp
@@ -58,7 +63,7 @@ class Machine:
             )
         self.precision, self.precision_note = compute_precision(compute, gpu.dense_tflops)
         self.attn_precision, _ = compute_precision("bf16", gpu.dense_tflops)
-        self._set(efficiency or efficiency_for(efficiency_key(gpu), self.precision))
+        self._set(efficiency or efficiency_for(efficiency_key(gpu), self.precision, engine))
 
     def _set(self, eff: Efficiency) -> None:
         self.eff = eff

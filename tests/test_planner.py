@@ -405,13 +405,16 @@ def test_sizing_follows_think_time_and_targets(tmp_path):
         )
         p = write(tmp_path, text, "w.yaml")
         plan = plan_scenario(load_scenario(p)).plan
-        return plan.cost_usd, sum(a.gpus for a in plan.assignments)
+        types = {a.gpu for a in plan.assignments}
+        return plan.cost_usd, sum(a.gpus for a in plan.assignments), types
 
     busy = gpus()
     relaxed = gpus("    think_time_s: 30\n")
     assert relaxed[0] <= busy[0] and relaxed[1] < busy[1]
-    tight = gpus(tps=60)  # whole servers: the cost steps, the GPUs running replicas do not fall
-    assert tight[0] >= busy[0] and tight[1] >= busy[1] and tight != busy
+    tight = gpus(tps=60)  # whole servers: the cost steps
+    assert tight[0] >= busy[0] and tight != busy
+    if tight[2] == busy[2]:  # on the same GPU types the GPUs running replicas do not fall
+        assert tight[1] >= busy[1]  # (a faster, dearer type may need fewer)
 
 
 def test_serving_options_in_scenario(tmp_path):
