@@ -134,7 +134,14 @@ class Evaluator:
             2 * m.mamba.d_inner if m.mamba else 0,
         )
         per_token = ACT_BYTES * (4 * h + (qkv + 3 * widest) / tp)
-        logits = min(256, self.engine.max_num_batched_tokens) * m.vocab_size / tp * 4.0  # fp32
+        if self.engine.budget == "vllm":
+            # vLLM's profile run samples one token for each of its dummy requests (up to its
+            # sequence cap): their logits in 16-bit, the sampler's fp32 copy and its
+            # probabilities (V1 `_dummy_sampler_run`); its KV budget is what that peak leaves
+            reqs = min(self.engine.max_num_seqs, self.engine.max_num_batched_tokens)
+            logits = reqs * m.vocab_size / tp * (2.0 + 4.0 + 4.0)
+        else:  # fp32 logits of at most 256 sequences sampled at once
+            logits = min(256, self.engine.max_num_batched_tokens) * m.vocab_size / tp * 4.0
         self.activation_bytes = self.engine.max_num_batched_tokens * per_token + logits
         self.act_traffic = self._activation_traffic_per_token()
         self.overhead_bytes = runtime_overhead_bytes(self.gpus)
