@@ -13,61 +13,18 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from estimator.efficiency import efficiency_for, fitted_engines
 from estimator.files import atomic_write_text
 from estimator.harness import lockstep, saturated_tokens_per_s
 
 from . import display_name
 from .cases import Case, Parts, load_rows, prepare
-
-# ---- the parameter vector ---------------------------------------------------------------
-GLOBAL = ("collective_base_us", "layer_overhead_us", "step_overhead_ms", "seq_overhead_us")
-
-
-@dataclass
-class Params:
-    families: dict[str, tuple[float, float]]  # family -> (memory, compute)
-    collective_base_us: float
-    layer_overhead_us: float
-    step_overhead_ms: float
-    seq_overhead_us: float
-    # engine -> (step_overhead_ms, seq_overhead_us): its host's work per step and per
-    # running sequence (engines without enough rows use the two above)
-    engines: dict[str, tuple[float, float]] = field(default_factory=dict)
-
-    def eff(self, family: str) -> tuple[float, float]:
-        return self.families.get(family, self.families.get("default", (0.8, 0.6)))
-
-    def host(self, engine: str) -> tuple[float, float]:
-        return self.engines.get(engine, (self.step_overhead_ms, self.seq_overhead_us))
-
-
-def current_params(families: list[str]) -> Params:
-    fams = {}
-    for f in [*families, "default"]:
-        e = efficiency_for(f if f != "default" else "__none__")
-        fams[f] = (e.memory, e.compute)
-    e = efficiency_for("__none__")
-    engines = {
-        n: (h.step_overhead_ms, h.seq_overhead_us)
-        for n in fitted_engines()
-        for h in [efficiency_for("__none__", engine=n)]
-    }
-    return Params(
-        fams,
-        e.collective_base_us,
-        e.layer_overhead_us,
-        e.step_overhead_ms,
-        e.seq_overhead_us,
-        engines,
-    )
+from .params import GLOBAL, Params
 
 
 class Batch:
@@ -89,10 +46,13 @@ class Batch:
         self.kind = np.array([c.kind for c in cases])
         self.metric = np.array([c.metric for c in cases])
         self.engine = [c.ev.engine.name for c in cases]
+        pairs = [(c.family, c.precision) for c in cases]
+        self.pairs = sorted(set(pairs))
+        self.pair_of = np.array([self.pairs.index(q) for q in pairs], int)
 
     def predict(self, p: Params) -> np.ndarray:
         me = np.array([p.eff(f)[0] for f in self.family])
-        ce = np.array([p.eff(f)[1] for f in self.family])
+        ce = np.array([p.compute(f, q) for f, q in self.pairs])[self.pair_of]
         host = np.array([p.host(e) for e in self.engine]).reshape(-1, 2)
         k = (
             p.collective_base_us * 1e-6,
@@ -168,6 +128,18 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     own_default = sum(n for f, n in counts.items() if f not in fams) >= MIN_ROWS_PER_FAMILY
     fp4 = {f: _precision_of(use, f).get("compute_precision") == "fp4" for f in fams}
     nd = 2 if own_default else 0
+    # a family's compute factor holds at one precision (its rows' majority); another
+    # precision gets its own where enough rows from two sources or more measure it (one
+    # source alone sets a factor no leave-one-source-out check can test); elsewhere the
+    # estimator's rule (estimator.efficiency.compute_share) carries the factors over
+    by_prec = {f: Counter(c.precision for c in use if c.family == f) for f in fams}
+    main = {f: by_prec[f].most_common(1)[0][0] for f in fams}
+    extra = [
+        (f, q)
+        for f in fams
+        for q, n in sorted(by_prec[f].items())
+        if q != main[f] and n >= MIN_ROWS_PER_FAMILY and _sources(use, f, q) >= 2
+    ]
     # the host's per-step and per-sequence work is the engine's (a C++ executor or a Python
     # scheduler): fitted per engine where it has enough rows, else shared
     eng_rows = Counter(c.ev.engine.name for c in use)
@@ -191,17 +163,27 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
             wc = np.array([counts[f] for f in pool], float)
             d["default"] = (mem, float(np.average([d[f][1] for f in pool], weights=wc)))
         k = nd + 2 * len(fams)
+        groups = {
+            f: {"compute_precision": main[f], "rows": by_prec[f][main[f]], "compute_at": {}}
+            for f in fams
+        }
+        for i, (f, q) in enumerate(extra):
+            groups[f]["compute_at"][q] = {"compute": float(x[k + i]), "rows": by_prec[f][q]}
+        k += len(extra)
         g = list(x[k : k + len(glob)])
         k += len(glob)
         hosts = {e: (float(x[k + 2 * i]), float(x[k + 2 * i + 1])) for i, e in enumerate(engs)}
         if not shared:  # the engines without their own: the row-weighted mean of the others
             w = np.array([eng_rows[e] for e in engs], float)
             g += [float(np.average([hosts[e][j] for e in engs], weights=w)) for j in (0, 1)]
-        return Params(d, *g, hosts)
+        return Params(d, *g, hosts, groups)
 
-    x0 = [0.8, 0.6] * (len(fams) + nd // 2) + [6.6, 4.0, 1.0, 2.0][: len(glob)]
-    lo = [0.2, 0.1] * (len(fams) + nd // 2) + [0.0, 0.0, 0.0, 0.0][: len(glob)]
-    hi = [1.0, 1.0] * (len(fams) + nd // 2) + [50.0, 200.0, 20.0, 50.0][: len(glob)]
+    x0 = [0.8, 0.6] * (len(fams) + nd // 2) + [0.6] * len(extra)
+    lo = [0.2, 0.1] * (len(fams) + nd // 2) + [0.1] * len(extra)
+    hi = [1.0, 1.0] * (len(fams) + nd // 2) + [1.0] * len(extra)
+    x0 += [6.6, 4.0, 1.0, 2.0][: len(glob)]
+    lo += [0.0, 0.0, 0.0, 0.0][: len(glob)]
+    hi += [50.0, 200.0, 20.0, 50.0][: len(glob)]
     x0 += [1.0, 2.0] * len(engs)
     lo += [0.0, 0.0] * len(engs)
     hi += [20.0, 50.0] * len(engs)
@@ -218,6 +200,7 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
             for f in (["default"] if own_default else []) + fams
             for k in ("memory", "compute")
         ]
+        + [f"{f}.compute_at.{q}" for f, q in extra]
         + list(glob)
         + [f"engines.{e}.{k}" for e in engs for k in GLOBAL[2:]]
     )
@@ -307,11 +290,22 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
     def r4(x):
         return round(float(x), 4)
 
-    fams = {
-        f: {"memory": r4(m), "compute": r4(c), **_precision_of(cases, f)}
-        for f, (m, c) in params.families.items()
-        if f != "default"
-    }
+    fams = {}
+    for f, (m, c) in params.families.items():
+        if f == "default":
+            continue
+        g = params.groups.get(f, {})
+        fams[f] = {
+            "memory": r4(m),
+            "compute": r4(c),
+            "compute_precision": g.get("compute_precision"),
+            "rows": g.get("rows", 0),
+        }
+        if g.get("compute_at"):
+            fams[f]["compute_at"] = {
+                q: {"compute": r4(v["compute"]), "rows": v["rows"]}
+                for q, v in g["compute_at"].items()
+            }
     dm, dc = params.families["default"]
     doc = {
         "status": "fitted",
@@ -393,6 +387,12 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
     ]
     write()
     return doc
+
+
+def _sources(cases: list[Case], family: str, precision: str, least: int = 5) -> int:
+    """Sources with ``least`` rows or more of one family at one precision."""
+    n = Counter(c.source_key for c in cases if c.family == family and c.precision == precision)
+    return sum(1 for k in n.values() if k >= least)
 
 
 def _precision_of(cases: list[Case], family: str) -> dict:

@@ -10,8 +10,9 @@ import numpy as np
 
 from . import display_name
 from .cases import Case, Skipped, _int, load_rows, prepare
-from .fit import Batch, cross_validate, current_params, error_pct, finite, summarise
+from .fit import Batch, cross_validate, error_pct, finite, summarise
 from .memory import memory_check, memory_summary
+from .params import current_params
 from .scoring import score
 
 

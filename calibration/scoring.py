@@ -15,8 +15,11 @@ from estimator.load import ServingOptions, prepare_steps
 from .cases import Case
 
 
-def efficiency_of(params, family: str, engine: str = "") -> Efficiency:
-    m, c = params.eff(family)
+def efficiency_of(
+    params, family: str, engine: str = "", precision: str | None = None
+) -> Efficiency:
+    m, _ = params.eff(family)
+    c = params.compute(family, precision)
     step, seq = params.host(engine)
     return Efficiency(
         memory=m,
@@ -31,7 +34,8 @@ def efficiency_of(params, family: str, engine: str = "") -> Efficiency:
 
 def closed_loop(case: Case, params) -> float:
     """The row's metric from the sizing model's load point (nan if it cannot be evaluated)."""
-    ev = case.ev.with_efficiency(efficiency_of(params, case.family, case.ev.engine.name))
+    eff = efficiency_of(params, case.family, case.ev.engine.name, case.precision)
+    ev = case.ev.with_efficiency(eff)
     try:
         opts = ServingOptions(arrivals=case.arrivals)
         st = prepare_steps(ev, case.isl, case.osl, opts)

@@ -47,29 +47,51 @@ def efficiency_key(gpu) -> str:
 def efficiency_for(
     family: str, precision: str | None = None, engine: str | None = None
 ) -> Efficiency:
-    """The family's factors. Its compute factor holds at the precision it was fitted at; at
-    another precision the row-weighted mean of the families fitted at that precision is
-    used when there are any (the share of peak a kernel reaches depends on the precision:
-    FP4 GEMMs reach less of their peak than FP8 ones), else the family's own, unless one of
-    the two is FP4 and the other not: then the defaults' (8/16-bit) compute."""
+    """The family's factors, its compute factor at ``precision`` (:func:`compute_share`), and
+    the engine's host overheads where it has its own."""
     cal = calibration()
     base = Efficiency(**cal["defaults"])
     fams = cal.get("families") or {}
-    over = {k: v for k, v in (fams.get(family) or {}).items() if k in ("memory", "compute")}
-    fitted_at = (fams.get(family) or {}).get("compute_precision")
-    if precision and fitted_at and precision != fitted_at:
-        same = [f for f in fams.values() if f.get("compute_precision") == precision]
-        if same:
-            w = sum(f.get("rows", 1) for f in same)
-            over["compute"] = sum(f["compute"] * f.get("rows", 1) for f in same) / w
-        elif (fitted_at == "fp4") != (precision == "fp4"):
-            # an FP4 share of peak says nothing of 8/16-bit math (and back): the defaults,
-            # fitted on the 8/16-bit families, hold
-            over.pop("compute", None)
+    over = {k: v for k, v in (fams.get(family) or {}).items() if k == "memory"}
+    if family in fams:
+        over["compute"] = compute_share(fams, base.compute, family, precision)
     host = (cal.get("engines") or {}).get(engine or "")
     if host:  # the engine's own host work per step and per running sequence
         over.update({k: host[k] for k in ("step_overhead_ms", "seq_overhead_us")})
     return replace(base, **over)
+
+
+def compute_share(families: dict, default: float, family: str, precision: str | None) -> float:
+    """The compute factor of ``family`` at ``precision``, from calibration-shaped ``families``
+    (name -> {compute, compute_precision, rows, compute_at: {precision: {compute, rows}}}).
+    The share of peak a GEMM reaches depends on its precision (FP4 GEMMs reach less of their
+    doubled peak than FP8 ones), so: the family's own factor where it was fitted at that
+    precision; else the row-weighted mean of the families fitted at it; else the family's
+    main factor, unless one of the two precisions is FP4 and the other not: then ``default``
+    (the 8/16-bit defaults)."""
+    fam = families.get(family)
+    if not fam:
+        return default
+    own = _fitted_at(fam)
+    if not precision or precision in own or not own:
+        return own.get(precision, (fam["compute"], 0))[0]
+    same = [g[precision] for g in map(_fitted_at, families.values()) if precision in g]
+    if same:
+        return sum(c * n for c, n in same) / sum(n for _, n in same)
+    main = fam.get("compute_precision")
+    if (main == "fp4") != (precision == "fp4"):
+        return default
+    return fam["compute"]
+
+
+def _fitted_at(fam: dict) -> dict[str, tuple[float, int]]:
+    """precision -> (compute factor, rows) of one family's fitted groups."""
+    out = {}
+    if fam.get("compute_precision"):
+        out[fam["compute_precision"]] = (fam["compute"], fam.get("rows", 1))
+    for p, g in (fam.get("compute_at") or {}).items():
+        out[p] = (g["compute"], g.get("rows", 1))
+    return out
 
 
 def fitted_engines() -> list[str]:

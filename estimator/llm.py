@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import comm
 from .bands import bands_for
 from .efficiency import Efficiency
+from .engine_limits import engine_cap_refusal, max_model_len_refusal
 from .engines import Engine, kv_budget_bytes, runtime_overhead_bytes
 from .engines import engine as get_engine
 from .errors import EstimatorError
@@ -387,7 +388,7 @@ def estimate_replica(
         notes.append("weights alone exceed GPU memory")
     refused_by = None
     if fits:
-        refused_by = _max_model_len_refusal(ev, end_ctx, notes) or _engine_cap_refusal(ev, b)
+        refused_by = max_model_len_refusal(ev, end_ctx, notes) or engine_cap_refusal(ev, b)
         fits = refused_by is None
         if refused_by:
             notes.append(refused_by)
@@ -440,45 +441,6 @@ def estimate_replica(
         kv_cache_tokens=ev.kv_cache_tokens,
         bands=bands_for(gpu, ttft, tpot, replica_out),
     )
-
-
-def unstartable(ev: Evaluator) -> str | None:
-    """Why the engine cannot start with the max_model_len the user set (its KV cache cannot
-    hold one such sequence), or None. Unset, the engine's default is only a note."""
-    limit, tokens = ev.engine.max_model_len, ev.kv_cache_tokens
-    if limit and tokens is not None and tokens < limit:
-        return f"KV cache holds {tokens:,} tokens < max_model_len {limit:,}"
-    return None
-
-
-def _engine_cap_refusal(ev: Evaluator, batch: int) -> str | None:
-    """The engine runs at most max_num_seqs sequences at once (the rest queue)."""
-    if batch <= ev.max_seqs:
-        return None
-    return (
-        f"batch {batch} exceeds the engine's max_num_seqs {ev.max_seqs}: the rest would "
-        "wait; raise --max-num-seqs"
-    )
-
-
-def _max_model_len_refusal(ev: Evaluator, context: int, notes: list[str]) -> str | None:
-    """The engine's sequence-length rules: a request longer than max_model_len is refused,
-    and vLLM refuses to start when its KV cache cannot hold one max_model_len sequence ("max
-    seq len ... is larger than the maximum number of tokens that can be stored in KV cache").
-    Unset, max_model_len is the model's own maximum: then only a note."""
-    e, tokens = ev.engine, ev.kv_cache_tokens
-    limit = e.max_model_len or ev.model.max_context
-    if e.name == "vllm" and limit and tokens is not None and 0 < tokens < limit:
-        knob = "max_model_len" if e.max_model_len else "the default max_model_len"
-        notes.append(
-            f"{e.name} will not start with {knob} {limit:,}: its KV cache holds {tokens:,} "
-            f"tokens; set --max-model-len {tokens} or less"
-        )
-    if e.max_model_len and context > e.max_model_len:
-        return f"{context} tokens per request exceed max_model_len {e.max_model_len}"
-    if why := unstartable(ev):
-        return f"the engine will not start: {why}"
-    return None
 
 
 def parallel_for(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from estimator import Accelerator, EstimatorError, Evaluator, LanguageModel, Parallel, check_split
+from estimator.engine_limits import unstartable
 from estimator.engines import Engine
-from estimator.llm import unstartable
 from estimator.parallel import powers_of_two
 
 from .capacity import config_digest, memo

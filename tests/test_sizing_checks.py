@@ -124,14 +124,18 @@ def test_pcie_scales_worse_than_its_nvlink_sibling():
     )
     at = {(p.gpu, p.gpus): p for p in r.points}
     sxm, pcie = at["a100-80gb-sxm", 8], at["a100-80gb-pcie", 8]
-    assert pcie.collective_share_decode > 2 * sxm.collective_share_decode > 0
+    assert pcie.collective_share_decode > 1.5 * sxm.collective_share_decode > 0
     assert pcie.efficiency < sxm.efficiency
     assert r.scaling_limit["a100-80gb-pcie/tp"] <= r.scaling_limit["a100-80gb-sxm/tp"]
-    # the collective share is what the step decomposition says
+    # the collective share is what the step decomposition says; the collectives themselves
+    # take more than twice as long on PCIe (64 GB/s against NVLink's 300; their fixed
+    # start-up latency is the same on both)
     e = estimator.estimate("llama-3.1-70b", "a100-80gb-pcie", 8, batch=32, output_tokens=256)
+    n = estimator.estimate("llama-3.1-70b", "a100-80gb-sxm", 8, batch=32, output_tokens=256)
     assert pcie.collective_share_decode == pytest.approx(
         e.decode_times_s["comm"] / e.decode_times_s["total"]
     )
+    assert e.decode_times_s["comm"] > 2 * n.decode_times_s["comm"]
 
 
 def test_scaling_names_refused_splits():

@@ -186,7 +186,7 @@ def test_validate_scores_closed_loop_rows_with_the_sizing_load_curve(report):
     validate equals `estimator.curve` for the same replica, lengths, users and the harness's
     arrivals (waves)."""
     import estimator
-    from calibration.fit import current_params
+    from calibration.params import current_params
     from calibration.scoring import closed_loop
     from estimator.load import ServingOptions
 

@@ -1,0 +1,64 @@
+"""The fitted factors as one value (:class:`Params`): per GPU family memory and compute
+shares, per family x precision compute groups, the overheads, and per serving engine its
+host overheads; and the ones the estimator runs with now (:func:`current_params`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from estimator.efficiency import calibration, compute_share, efficiency_for, fitted_engines
+
+GLOBAL = ("collective_base_us", "layer_overhead_us", "step_overhead_ms", "seq_overhead_us")
+
+
+@dataclass
+class Params:
+    families: dict[str, tuple[float, float]]  # family -> (memory, compute)
+    collective_base_us: float
+    layer_overhead_us: float
+    step_overhead_ms: float
+    seq_overhead_us: float
+    # engine -> (step_overhead_ms, seq_overhead_us): its host's work per step and per
+    # running sequence (engines without enough rows use the two above)
+    engines: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # family -> calibration-shaped compute groups (compute_precision, rows, compute_at)
+    groups: dict[str, dict] = field(default_factory=dict)
+
+    def eff(self, family: str) -> tuple[float, float]:
+        return self.families.get(family, self.families.get("default", (0.8, 0.6)))
+
+    def compute(self, family: str, precision: str | None) -> float:
+        """The compute factor at ``precision``, by the estimator's own rule."""
+        shaped = {
+            f: {"compute": c, **self.groups.get(f, {})}
+            for f, (_, c) in self.families.items()
+            if f != "default"
+        }
+        return compute_share(shaped, self.eff("default")[1], family, precision)
+
+    def host(self, engine: str) -> tuple[float, float]:
+        return self.engines.get(engine, (self.step_overhead_ms, self.seq_overhead_us))
+
+
+def current_params(families: list[str]) -> Params:
+    fams = {}
+    for f in [*families, "default"]:
+        e = efficiency_for(f if f != "default" else "__none__")
+        fams[f] = (e.memory, e.compute)
+    e = efficiency_for("__none__")
+    engines = {
+        n: (h.step_overhead_ms, h.seq_overhead_us)
+        for n in fitted_engines()
+        for h in [efficiency_for("__none__", engine=n)]
+    }
+    cal = (calibration().get("families") or {}).items()
+    groups = {f: {k: v for k, v in g.items() if k not in ("memory", "compute")} for f, g in cal}
+    return Params(
+        fams,
+        e.collective_base_us,
+        e.layer_overhead_us,
+        e.step_overhead_ms,
+        e.seq_overhead_us,
+        engines,
+        groups,
+    )
