@@ -135,6 +135,8 @@ class Evaluator:
             2 * m.mamba.d_inner if m.mamba else 0,
         )
         per_token = ACT_BYTES * (4 * h + (qkv + 3 * widest) / tp)
+        if m.moe:  # the fused-MoE kernel's output cache: every token's top-k expert outputs
+            per_token += ACT_BYTES * m.moe.top_k * h
         if self.engine.budget == "vllm":
             # vLLM's profile run samples one token for each of its dummy requests (up to its
             # sequence cap): their logits in 16-bit, the sampler's fp32 copy and its
