@@ -128,6 +128,14 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     own_default = sum(n for f, n in counts.items() if f not in fams) >= MIN_ROWS_PER_FAMILY
     fp4 = {f: _precision_of(use, f).get("compute_precision") == "fp4" for f in fams}
     nd = 2 if own_default else 0
+    # where a family's rows are (nearly) all memory-bound, its compute share is not
+    # measured: it takes the defaults' (a free factor there would absorb anything)
+    own_c = {f for f in fams if sum(_informs_compute(c) for c in use if c.family == f) >= 10}
+    slot, k = {}, nd
+    for f in fams:
+        slot[f] = (k, k + 1 if f in own_c else None)
+        k += 2 if f in own_c else 1
+    n_fam = k
     # a family's compute factor holds at one precision (its rows' majority); another
     # precision gets its own where enough rows from two sources or more measure it (one
     # source alone sets a factor no leave-one-source-out check can test); elsewhere the
@@ -138,7 +146,7 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
         (f, q)
         for f in fams
         for q, n in sorted(by_prec[f].items())
-        if q != main[f] and n >= MIN_ROWS_PER_FAMILY and _sources(use, f, q) >= 2
+        if f in own_c and q != main[f] and n >= MIN_ROWS_PER_FAMILY and _sources(use, f, q) >= 2
     ]
     # the host's per-step and per-sequence work is the engine's (a C++ executor or a Python
     # scheduler): fitted per engine where it has enough rows, else shared
@@ -148,9 +156,7 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     glob = GLOBAL if shared else GLOBAL[:2]
 
     def unpack(x: np.ndarray) -> Params:
-        d = {}
-        for i, f in enumerate(fams):
-            d[f] = (x[nd + 2 * i], x[nd + 1 + 2 * i])
+        d = {f: (x[m], x[c] if c is not None else None) for f, (m, c) in slot.items()}
         if own_default:
             d["default"] = (x[0], x[1])
         else:
@@ -159,13 +165,17 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
             # compute: from the families fitted on 8- and 16-bit GEMMs where there are any;
             # FP4 GEMMs reach a smaller share of their (doubled) peak, which says nothing of
             # the BF16/FP8 math a GPU without its own data runs
-            pool = [f for f in fams if not fp4[f]] or fams
+            pool = [f for f in fams if f in own_c and not fp4[f]] or [f for f in fams if f in own_c]
             wc = np.array([counts[f] for f in pool], float)
             d["default"] = (mem, float(np.average([d[f][1] for f in pool], weights=wc)))
-        k = nd + 2 * len(fams)
+        for f in fams:
+            if f not in own_c:
+                d[f] = (d[f][0], d["default"][1])
+        k = n_fam
         groups = {
             f: {"compute_precision": main[f], "rows": by_prec[f][main[f]], "compute_at": {}}
             for f in fams
+            if f in own_c
         }
         for i, (f, q) in enumerate(extra):
             groups[f]["compute_at"][q] = {"compute": float(x[k + i]), "rows": by_prec[f][q]}
@@ -173,14 +183,22 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
         g = list(x[k : k + len(glob)])
         k += len(glob)
         hosts = {e: (float(x[k + 2 * i]), float(x[k + 2 * i + 1])) for i, e in enumerate(engs)}
-        if not shared:  # the engines without their own: the row-weighted mean of the others
-            w = np.array([eng_rows[e] for e in engs], float)
-            g += [float(np.average([hosts[e][j] for e in engs], weights=w)) for j in (0, 1)]
+        if not shared:
+            # the defaults serve what no serving engine runs (the other families' pipelines
+            # have no continuous-batching scheduler; speech engines fit their own host time):
+            # the leanest engine's host work, not a mean with Python schedulers in it
+            g += [min(hosts[e][j] for e in engs) for j in (0, 1)]
         return Params(d, *g, hosts, groups)
 
-    x0 = [0.8, 0.6] * (len(fams) + nd // 2) + [0.6] * len(extra)
-    lo = [0.2, 0.1] * (len(fams) + nd // 2) + [0.1] * len(extra)
-    hi = [1.0, 1.0] * (len(fams) + nd // 2) + [1.0] * len(extra)
+    x0, lo, hi = ([0.8, 0.6], [0.2, 0.1], [1.0, 1.0]) if own_default else ([], [], [])
+    for f in fams:  # memory, then compute where the family's rows measure it
+        own = f in own_c
+        x0 += [0.8, 0.6] if own else [0.8]
+        lo += [0.2, 0.1] if own else [0.2]
+        hi += [1.0, 1.0] if own else [1.0]
+    x0 += [0.6] * len(extra)
+    lo += [0.1] * len(extra)
+    hi += [1.0] * len(extra)
     x0 += [6.6, 4.0, 1.0, 2.0][: len(glob)]
     lo += [0.0, 0.0, 0.0, 0.0][: len(glob)]
     hi += [50.0, 200.0, 20.0, 50.0][: len(glob)]
@@ -194,16 +212,11 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
 
     res = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.2, x_scale="jac")
     p = unpack(res.x)
-    names = (
-        [
-            f"{f}.{k}"
-            for f in (["default"] if own_default else []) + fams
-            for k in ("memory", "compute")
-        ]
-        + [f"{f}.compute_at.{q}" for f, q in extra]
-        + list(glob)
-        + [f"engines.{e}.{k}" for e in engs for k in GLOBAL[2:]]
-    )
+    names = [f"default.{k}" for k in ("memory", "compute")] if own_default else []
+    for f in fams:
+        names += [f"{f}.memory"] + ([f"{f}.compute"] if f in own_c else [])
+    names += [f"{f}.compute_at.{q}" for f, q in extra]
+    names += list(glob) + [f"engines.{e}.{k}" for e in engs for k in GLOBAL[2:]]
     at_bound = [
         n for n, x, a, b in zip(names, res.x, lo, hi, strict=True) if x <= a + 1e-6 or x >= b - 1e-6
     ]
@@ -294,7 +307,10 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
     for f, (m, c) in params.families.items():
         if f == "default":
             continue
-        g = params.groups.get(f, {})
+        g = params.groups.get(f)
+        if g is None:  # its rows do not measure compute: the defaults' share holds
+            fams[f] = {"memory": r4(m)}
+            continue
         fams[f] = {
             "memory": r4(m),
             "compute": r4(c),
@@ -387,6 +403,14 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
     ]
     write()
     return doc
+
+
+def _informs_compute(c: Case) -> bool:
+    """Whether a row's number depends on the compute share: its decode step is within 2x
+    of compute-bound at unit efficiency, or it is a time to first token, or an offline run
+    whose prompts outweigh its answers."""
+    heavy = float(c.dec.compute) >= 0.5 * float(c.dec.memory)
+    return heavy or c.metric == "ttft_ms" or (c.kind == "offline" and c.isl >= c.osl)
 
 
 def _sources(cases: list[Case], family: str, precision: str, least: int = 5) -> int:

@@ -30,9 +30,9 @@ class Params:
     def compute(self, family: str, precision: str | None) -> float:
         """The compute factor at ``precision``, by the estimator's own rule."""
         shaped = {
-            f: {"compute": c, **self.groups.get(f, {})}
+            f: {"compute": c, **self.groups[f]}
             for f, (_, c) in self.families.items()
-            if f != "default"
+            if f in self.groups
         }
         return compute_share(shaped, self.eff("default")[1], family, precision)
 
@@ -52,7 +52,11 @@ def current_params(families: list[str]) -> Params:
         for h in [efficiency_for("__none__", engine=n)]
     }
     cal = (calibration().get("families") or {}).items()
-    groups = {f: {k: v for k, v in g.items() if k not in ("memory", "compute")} for f, g in cal}
+    groups = {
+        f: {k: v for k, v in g.items() if k not in ("memory", "compute")}
+        for f, g in cal
+        if "compute" in g
+    }
     return Params(
         fams,
         e.collective_base_us,

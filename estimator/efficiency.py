@@ -53,7 +53,7 @@ def efficiency_for(
     base = Efficiency(**cal["defaults"])
     fams = cal.get("families") or {}
     over = {k: v for k, v in (fams.get(family) or {}).items() if k == "memory"}
-    if family in fams:
+    if "compute" in (fams.get(family) or {}):  # else its rows did not measure compute
         over["compute"] = compute_share(fams, base.compute, family, precision)
     host = (cal.get("engines") or {}).get(engine or "")
     if host:  # the engine's own host work per step and per running sequence
