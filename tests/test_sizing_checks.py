@@ -232,6 +232,8 @@ def test_cli_table_json_csv(args):
         (["scaling", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--modes", "dp"], "--modes"),
         (["scaling", "--model", "llama-3.1-8b", "--gpu", "h100-sxn"], "h100-sxm"),
         (["fit", "--model", "lama-3.1-8b"], "llama-3.1-8b"),
+        (["fit", "--model", "llama-3.1-8b", "--gpu", ",,"], "names no GPU type"),
+        (["scaling", "--model", "llama-3.1-8b", "--gpu", ",,"], "names at least one GPU type"),
     ],
 )
 def test_cli_bad_input_is_exit_2(args, needle):

@@ -209,7 +209,11 @@ def fit_cmd(ctx, model_name, model_config, gpu_names, fmt, **kw):
     from ..render.sizing import fit_text
 
     weights, kv, engine = kw.pop("weights"), kw.pop("kv"), engine_of(kw)
-    names = [g.strip() for g in gpu_names.split(",") if g.strip()] if gpu_names else None
+    names = None  # every GPU type
+    if gpu_names is not None:  # given: it must name one (as `scaling` has it)
+        names = [g.strip() for g in gpu_names.split(",") if g.strip()]
+        if not names:
+            raise click.BadParameter("names no GPU type", param_hint="--gpu")
     r = minimum_fit(
         model_of(model_name, model_config),
         input_tokens=kw["input_tokens"],
