@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from estimator.efficiency import efficiency_for
 from estimator.files import atomic_write_text
 from estimator.harness import lockstep, saturated_tokens_per_s
 
@@ -153,6 +154,7 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     eng_rows = Counter(c.ev.engine.name for c in use)
     engs = sorted(e for e, n in eng_rows.items() if n >= MIN_ROWS_PER_ENGINE)
     shared = sum(n for e, n in eng_rows.items() if e not in engs) >= MIN_ROWS_PER_ENGINE
+    shared = shared or not engs  # no engine has enough rows of its own: one shared pair
     glob = GLOBAL if shared else GLOBAL[:2]
 
     def unpack(x: np.ndarray) -> Params:
@@ -161,13 +163,17 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
             d["default"] = (x[0], x[1])
         else:
             w = np.array([counts[f] for f in fams], float)
-            mem = float(np.average([d[f][0] for f in fams], weights=w))
+            shipped = efficiency_for("__none__")  # too few rows to fit any family: these hold
+            mem = float(np.average([d[f][0] for f in fams], weights=w)) if fams else shipped.memory
             # compute: from the families fitted on 8- and 16-bit GEMMs where there are any;
             # FP4 GEMMs reach a smaller share of their (doubled) peak, which says nothing of
             # the BF16/FP8 math a GPU without its own data runs
             pool = [f for f in fams if f in own_c and not fp4[f]] or [f for f in fams if f in own_c]
-            wc = np.array([counts[f] for f in pool], float)
-            d["default"] = (mem, float(np.average([d[f][1] for f in pool], weights=wc)))
+            if pool:
+                wc = np.array([counts[f] for f in pool], float)
+                d["default"] = (mem, float(np.average([d[f][1] for f in pool], weights=wc)))
+            else:  # no row measures compute: the shipped defaults' share holds
+                d["default"] = (mem, shipped.compute)
         for f in fams:
             if f not in own_c:
                 d[f] = (d[f][0], d["default"][1])

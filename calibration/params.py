@@ -41,8 +41,11 @@ class Params:
 
 
 def current_params(families: list[str]) -> Params:
+    """The factors the estimator runs with now: for ``families`` and every calibrated one
+    (the compute rule averages over all of them)."""
     fams = {}
-    for f in [*families, "default"]:
+    cal_fams = list(calibration().get("families") or {})
+    for f in dict.fromkeys([*families, *cal_fams, "default"]):
         e = efficiency_for(f if f != "default" else "__none__")
         fams[f] = (e.memory, e.compute)
     e = efficiency_for("__none__")

@@ -27,10 +27,14 @@ def nearest_fit(
     ev = Evaluator(model, gpu, par, weights, kv, engine)
     mb = int(ev.max_batch(ctx))
     if mb >= 1:
-        if wl.batch <= mb:  # memory holds it: the engine's sequence cap refused it
+        limit = ev.engine.max_model_len
+        if limit and ctx > limit:  # the engine refuses the request, not the batch
+            out.append(f"--max-model-len {ctx} or more holds {ctx} tokens per request")
+        elif wl.batch <= mb and wl.batch > ev.max_seqs:  # memory holds it: the sequence cap
+            ranks = ev.max_seqs // ev.engine.max_num_seqs  # attention-DP: a cap per rank
             out.append(
                 f"batch {ev.max_seqs} runs at once; memory holds {mb}: raise --max-num-seqs "
-                f"to {wl.batch}"
+                f"to {-(-wl.batch // ranks)}"
             )
         else:
             out.append(f"batch {min(mb, ev.max_seqs)} fits at {ctx} tokens per sequence")

@@ -82,23 +82,18 @@ def _steps_for(ev: Evaluator, w: LLMWorkload):
     )
 
 
-_PROXIES: dict[int, tuple[Steps, tuple]] = {}  # id -> (the remembered steps; its proxy)
-
-
 def _proxy(st: Steps) -> tuple:
-    """The load-model inputs capacity rises with, once per (remembered, unchanging) steps."""
-    hit = _PROXIES.get(id(st))
-    if hit is not None and hit[0] is st:
-        return hit[1]
-    if len(_PROXIES) > MEMO_MAX:
-        _PROXIES.clear()
-    proxy = (
-        st.slots,
-        saturation_rate(st) if st.slots else 0.0,
-        -float(st.t_iter(1)),
-        -st.s_alone,
-    )
-    _PROXIES[id(st)] = (st, proxy)
+    """The load-model inputs capacity rises with, once per (remembered, unchanging) steps:
+    kept on the steps themselves, so it lives exactly as long as they are remembered."""
+    proxy = st.__dict__.get("_proxy")
+    if proxy is None:
+        proxy = (
+            st.slots,
+            saturation_rate(st) if st.slots else 0.0,
+            -float(st.t_iter(1)),
+            -st.s_alone,
+        )
+        st.__dict__["_proxy"] = proxy
     return proxy
 
 

@@ -313,3 +313,16 @@ def test_engine_sequence_cap_bounds_batch_max_and_names_its_refusal():
     assert not over.fits and over.shortfall_gb == 0.0
     assert "max_num_seqs 2048" in over.refused_by
     assert over.advice and "raise --max-num-seqs to 3000" in over.advice[0]
+
+
+def test_a_request_over_max_model_len_is_advised_on_that_limit():
+    """Refused by max_model_len (not by memory or the sequence cap): the advice names it."""
+    from estimator.api import estimate
+    from estimator.engines import configure
+
+    eng = configure("vllm", max_model_len=1000)
+    e = estimate(
+        "llama-3.1-8b", "h100-sxm", batch=4, input_tokens=2000, output_tokens=100, engine=eng
+    )
+    assert not e.fits and "max_model_len 1000" in e.refused_by
+    assert e.advice and "--max-model-len 2100" in e.advice[0]

@@ -217,3 +217,12 @@ def test_validate_scores_closed_loop_rows_with_the_sizing_load_curve(report):
         serving=ServingOptions(arrivals="waves"),
     )
     assert closed_loop(case, p) == pytest.approx(c.points[0]["ttft_s"] * 1e3, rel=1e-6)
+
+
+def test_fit_runs_on_a_handful_of_rows(report):
+    """Too few rows for any family, compute share or engine of its own: the fit falls back to
+    the shipped defaults and shared overheads instead of failing."""
+    few = [c for c in report.cases if c.fit][:12]
+    p, info = f.fit(few)
+    assert info["success"] and 0 < p.eff("default")[1] <= 1
+    assert np.all(np.isfinite(f.Batch(few).predict(p)))
