@@ -127,7 +127,6 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     # otherwise they are the row-weighted mean of the fitted families (two A100 rows must
     # not set the efficiency of every GPU without its own data).
     own_default = sum(n for f, n in counts.items() if f not in fams) >= MIN_ROWS_PER_FAMILY
-    fp4 = {f: _precision_of(use, f).get("compute_precision") == "fp4" for f in fams}
     nd = 2 if own_default else 0
     # where a family's rows are (nearly) all memory-bound, its compute share is not
     # measured: it takes the defaults' (a free factor there would absorb anything)
@@ -143,6 +142,7 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     # estimator's rule (estimator.efficiency.compute_share) carries the factors over
     by_prec = {f: Counter(c.precision for c in use if c.family == f) for f in fams}
     main = {f: by_prec[f].most_common(1)[0][0] for f in fams}
+    fp4 = {f: main[f] == "fp4" for f in fams}
     extra = [
         (f, q)
         for f in fams
@@ -423,18 +423,6 @@ def _sources(cases: list[Case], family: str, precision: str, least: int = 5) -> 
     """Sources with ``least`` rows or more of one family at one precision."""
     n = Counter(c.source_key for c in cases if c.family == family and c.precision == precision)
     return sum(1 for k in n.values() if k >= least)
-
-
-def _precision_of(cases: list[Case], family: str) -> dict:
-    """The precision a family's compute factor was fitted at (its rows' majority) and how
-    many rows: a factor fitted on FP4 GEMMs says little about FP8 on the same GPU."""
-    from collections import Counter
-
-    n = Counter(c.precision for c in cases if c.fit and c.family == family)
-    if not n:
-        return {}
-    p, _ = n.most_common(1)[0]
-    return {"compute_precision": p, "rows": sum(n.values())}
 
 
 def _slim(s: dict | None) -> dict | None:

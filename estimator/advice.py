@@ -31,7 +31,7 @@ def nearest_fit(
         if limit and ctx > limit:  # the engine refuses the request, not the batch
             out.append(f"--max-model-len {ctx} or more holds {ctx} tokens per request")
         elif wl.batch <= mb and wl.batch > ev.max_seqs:  # memory holds it: the sequence cap
-            ranks = ev.max_seqs // ev.engine.max_num_seqs  # attention-DP: a cap per rank
+            ranks = par.tp if par.attention_dp else 1  # attention-DP: a cap per rank
             out.append(
                 f"batch {ev.max_seqs} runs at once; memory holds {mb}: raise --max-num-seqs "
                 f"to {-(-wl.batch // ranks)}"

@@ -403,8 +403,8 @@ def load_point(
         t_b = st.t_iter(b)
         # a decoding request sees itself and the others' batch (the arrival theorem, with
         # Schweitzer's b·(N−1)/N for the others): at light load, more than the time average b
-        t_it = st.t_iter(np.minimum(1.0 + b * others, np.maximum(b, c))) / (1 - rho)
-        t_it = np.maximum(t_it, t_b / (1 - rho))
+        t_it = st.t_iter(np.minimum(1.0 + b * others, c)) / (1 - rho)
+        t_it = np.maximum(t_it, t_b / (1 - rho))  # never below the time-average batch's
         dec_time = (o - 1) * t_it / e
         own = s_first + n_chunks * t_b  # a request's own prefill, as it waits for it
         pw_pf, w_pf = prefill_queue(think_time_s + dec_time + own - s_pf, s_pf, only)

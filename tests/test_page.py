@@ -303,17 +303,8 @@ def test_modelling_shows_the_clis_numbers_and_moves_with_a_slider(page, server):
     h = page.evaluate("location.hash")
     batch = int(dict(x.split("=") for x in h[1:].split("&"))["batch"])
     assert batch > 16
-    cli = cli_json(
-        "estimate",
-        "--model",
-        "llama-3.1-8b",
-        "--gpu",
-        "h100-sxm",
-        "--batch",
-        str(batch),
-        "--input-tokens",
-        "512",
-    )
+    at = EST_8B.index("--batch") + 1  # the same configuration at the slider's batch
+    cli = cli_json(*EST_8B[:at], str(batch), *EST_8B[at + 1 :])
     page.wait_for_function(
         f"document.querySelector('[data-metric=\"tpot_s\"]').dataset.value === '{cli['tpot_s']!r}'"
     )
