@@ -3,7 +3,7 @@ imports included; wall and CPU) on a three-workload scenario over the whole cata
 warm (in-process `planner.solve` of a one-workload scenario over the whole catalogue, after a
 first solve has filled the caches), each as min / median / max over several runs.
 
-Run: python benchmarks/bench_solve.py [runs]
+Run: python benchmarks/bench_solve.py [runs] [cold|warm]   (both when neither is named)
 """
 
 from __future__ import annotations
@@ -77,5 +77,8 @@ def warm(runs: int) -> None:
 
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    cold(n)
-    warm(n)
+    which = sys.argv[2] if len(sys.argv) > 2 else "both"
+    if which in ("cold", "both"):
+        cold(n)
+    if which in ("warm", "both"):
+        warm(n)

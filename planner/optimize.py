@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ortools.sat.python import cp_model
+from . import cpsat
 
 # objective = dollars × 1000 + GPUs owned + GPUs running replicas: at equal cost, fewer GPUs
 # and no idle replicas (a dollar outweighs any GPU count below 500, and stays in int64); then
@@ -118,8 +116,6 @@ def solve(
     """Cheapest fleet covering ``required`` units per workload. With ``purchases``, the fleet
     is whole units (servers, instances) with the replicas packed onto them, plus the fixed
     costs of ``limits``; without, each option's own cost per replica (loose GPUs)."""
-    from ortools.sat.python import cp_model  # imported on first solve: it loads pandas too
-
     buys = purchases or []
     by_type_buys: dict[str, list[int]] = {}
     for j, p in enumerate(buys):
@@ -197,11 +193,10 @@ def solve(
     m.minimize(primary * most - served)
     if m.validate():
         m.minimize(primary)
-    solver = _solver(work_limit, len(required))
-    status = solver.solve(m)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return _no_plan("infeasible" if status == cp_model.INFEASIBLE else "unknown")
-    state = "optimal" if status == cp_model.OPTIMAL else "feasible"
+    solver = _solver(m, work_limit, len(required))
+    state = solver.solve(m)
+    if state not in (cpsat.OPTIMAL, cpsat.FEASIBLE):
+        return _no_plan(state)
     reps = {i: int(solver.value(v)) for i, v in enumerate(x) if solver.value(v) > 0}
     if purchases is None:
         return _solution(options, reps, state)
@@ -323,28 +318,13 @@ def _units(m, options, live, x, ubx, buys, by_type_buys, limits: Limits) -> _Fle
     return _Fleet(use, cost, power, gpus, counts, y, spare)
 
 
-@lru_cache(maxsize=1)
-def _model_class():
-    from ortools.sat.python import cp_model
-
-    class Model(cp_model.CpModel):
-        def _add_pre_pep8_methods(self) -> None:
-            """CpModel.__init__ gives each instance a camelCase alias of every add_/new_
-            method (about 1 ms a model, a tenth of a small solve); this module calls the
-            snake_case API only."""
-
-    return Model
-
-
 def _model():
-    return _model_class()()
+    return cpsat.new_model()
 
 
-def _solver(work_limit: float, workloads: int = 1):
+def _solver(model, work_limit: float, workloads: int = 1):
     """One worker, a fixed seed and a deterministic-time limit: byte-identical answers."""
-    from ortools.sat.python import cp_model
-
-    solver = cp_model.CpSolver()
+    solver = cpsat.new_solver(model)
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     solver.parameters.max_deterministic_time = work_limit
@@ -358,7 +338,7 @@ def _solver(work_limit: float, workloads: int = 1):
     # (Gomory, MIR, zero-half, clique) cost more than they cut. Over every model the shipped
     # scenarios and benchmarks solve (256): 1.60 -> 0.54 s, slowest 353 -> 35 ms, the same
     # optimum for each
-    solver.parameters.search_branching = cp_model.LP_SEARCH
+    solver.parameters.search_branching = cpsat.search_branching("LP_SEARCH")
     solver.parameters.add_cg_cuts = False
     solver.parameters.add_mir_cuts = False
     solver.parameters.add_zero_half_cuts = False
@@ -411,14 +391,12 @@ def _meets_limits(options: list[Option], sol: Solution, limits: Limits, exclude)
 def _cover(
     caps: tuple[int, ...], weights: tuple[int, ...], need: int
 ) -> tuple[int, tuple[int, ...]]:
-    from ortools.sat.python import cp_model
-
     m = _model()
     x = [m.new_int_var(0, -(-need // c), f"x{i}") for i, c in enumerate(caps)]
     m.add(sum(c * v for c, v in zip(caps, x, strict=True)) >= need)
     m.minimize(sum(wt * v for wt, v in zip(weights, x, strict=True)))
-    solver = _solver(WORK_LIMIT)
-    if solver.solve(m) != cp_model.OPTIMAL:
+    solver = _solver(m, WORK_LIMIT)
+    if solver.solve(m) != cpsat.OPTIMAL:
         return 0, tuple(0 for _ in caps)  # no proven floor: 0 is still a valid bound
     return int(solver.objective_value), tuple(int(solver.value(v)) for v in x)
 
@@ -430,7 +408,7 @@ def _cheapest_cover(options: list[Option], need: int) -> tuple[int, tuple[int, .
     return _cover(caps, weights, need)
 
 
-def _forbid(m: cp_model.CpModel, use: dict, prev: dict[str, int]) -> None:
+def _forbid(m, use: dict, prev: dict[str, int]) -> None:
     """A distinct fleet: a different set of GPU types than ``prev`` (one more idle server of
     the same types is not an alternative a buyer needs to see)."""
     if any(n and g not in use for g, n in prev.items()):
