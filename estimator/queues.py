@@ -82,8 +82,9 @@ class Repairman:
         if rest.size:
             start, stride, cols = self._window(r)
             width = np.maximum(8, 2 ** np.ceil(np.log2(np.maximum(cols[rest], 1))))
-            for w in np.unique(width):
-                sel = rest[width == w]
+            every = stride[rest] == 1  # every term summed (no sampling): by its ratios
+            for w, e in sorted(set(zip(width.tolist(), every.tolist()))):
+                sel = rest[(width == w) & (every == e)]
                 pw[sel], wq[sel] = self._sums(sel, int(w), r[sel], h[sel], start, stride, cols)
         pw_all[self.rows] = pw
         wq_all[self.rows] = wq
@@ -167,13 +168,20 @@ class Repairman:
         valid = (j < cols[sel, None]) & (k <= n)
         k = np.where(valid, k, 0.0)
         served = np.minimum(k, c)
-        logp = (
-            self._log_fact_n[sel, None]
-            - gammaln(n - k + 1)
-            - gammaln(served + 1)
-            - np.maximum(k - c, 0) * np.log(c)
-            + k * np.log(r)[:, None]
-        )
+        if (stride[sel] == 1).all():
+            # consecutive terms: log p by its ratios p_{k+1}/p_k = (N−k)·r/min(k+1, c), which
+            # the normalisation below makes absolute (a log a term, not three log-gammas)
+            step = np.log(np.maximum(n - k, 1e-300) * r[:, None]) - np.log(np.minimum(k + 1, c))
+            logp = np.zeros(k.shape)
+            np.cumsum(step[:, :-1], axis=1, out=logp[:, 1:])
+        else:
+            logp = (
+                self._log_fact_n[sel, None]
+                - gammaln(n - k + 1)
+                - gammaln(served + 1)
+                - np.maximum(k - c, 0) * np.log(c)
+                + k * np.log(r)[:, None]
+            )
         logp = np.where(valid, logp, -np.inf)
         p = np.exp(logp - logp.max(axis=1, keepdims=True)) * stride[sel, None]
         p /= p.sum(axis=1, keepdims=True)
