@@ -3,7 +3,9 @@ capacity work, each user count only a new solve) run three ways: one process, `-
 (joblib) and `--cluster local --jobs 2` (Dask); wall time of each (min / median / max over runs) and
 whether their CSVs are byte-identical.
 
-Run: python benchmarks/bench_sweep.py [runs]
+Run: python benchmarks/bench_sweep.py [runs] [scenario]   (default scenarios/chat-assistant.yaml,
+a few GPU types; benchmarks/one_workload.yaml sweeps the whole catalogue; its workload is
+also named chat)
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ USERS = ",".join(str(u) for u in range(200, 4200, 200))  # 20 values
 TTFTS = ",".join(f"{t:g}" for t in (0.3, 0.4, 0.5, 0.7, 1, 1.5, 2, 3, 5, 10))  # x 10 = 200
 
 
-def main(runs: int = 1) -> None:
+def main(runs: int = 1, scenario: Path = HERE.parent / "scenarios" / "chat-assistant.yaml") -> None:
     exe = shutil.which("planner") or sys.exit("planner is not on PATH: pip install . first")
-    scenario = HERE.parent / "scenarios" / "chat-assistant.yaml"
+    print(f"sweep of {scenario.name}")
     backends = {
         "serial": [],
         "jobs 2": ["--jobs", "2"],
@@ -65,4 +67,5 @@ def main(runs: int = 1) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
+    args = sys.argv[1:]
+    main(int(args[0]) if args else 1, *(Path(a).resolve() for a in args[1:2]))

@@ -107,7 +107,8 @@ class PlanResult:
     demands: dict[str, Demand]
     plan: Plan | None
     alternatives: list[Plan] = field(default_factory=list)
-    per_gpu_best: list[Plan] = field(default_factory=list)
+    # the best plan per GPU type (None: not asked for, as a sweep's points do not)
+    per_gpu_best: list[Plan] | None = field(default_factory=list)
     fewer_vendors: Plan | None = None  # the cheapest fleet with one vendor fewer
     reason: str = ""
     notes: list[str] = field(default_factory=list)
@@ -338,7 +339,8 @@ def result_json(r: PlanResult) -> dict:
     else:
         d.update({"plan": [], "total_gpus": 0, "cost_usd": None, "reason": r.reason})
     d["alternatives"] = [plan_json(p) for p in r.alternatives]
-    d["best_per_gpu"] = [plan_json(p) for p in r.per_gpu_best]
+    if r.per_gpu_best is not None:
+        d["best_per_gpu"] = [plan_json(p) for p in r.per_gpu_best]
     d["one_vendor_fewer"] = plan_json(r.fewer_vendors) if r.fewer_vendors else None
     d["notes"] = r.notes
     return d

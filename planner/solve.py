@@ -13,8 +13,12 @@ from .results import Comparison, GroupResult, PlanResult
 from .scenario import Scenario, ScenarioError
 
 
-def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> PlanResult:
-    """The recommendation, the best plan per GPU type, and the next-best distinct fleets."""
+def plan_scenario(
+    sc: Scenario, presets: tuple[str, ...] = (), top: int = 5, per_gpu: bool = True
+) -> PlanResult:
+    """The recommendation, the best plan per GPU type (``per_gpu``: one more solve per type
+    in the search; without it ``per_gpu_best`` is None), and the next-best distinct fleets
+    (``top`` plans in all)."""
     pl = SearchSpace(sc, presets)
     res = PlanResult(
         sc.name,
@@ -32,7 +36,7 @@ def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> 
         return res
     # every solve first, then the plans: their operating points are computed together
     per_type = []  # best per GPU type (all workloads on that type)
-    for g in sorted({o.opt.gpu for o in pl.options}):
+    for g in sorted({o.opt.gpu for o in pl.options}) if per_gpu else ():
         sub = [o for o in pl.options if o.opt.gpu == g]
         s = pl.run(sub, pl.limits(single_type=False))
         if s.found:
@@ -54,12 +58,15 @@ def plan_scenario(sc: Scenario, presets: tuple[str, ...] = (), top: int = 5) -> 
     solved = [(pl.options, sol), *per_type, *((pl.options, s) for s in alternatives)]
     prefetch_points(pl, solved + ([(pl.options, fewer)] if fewer else []))
     res.feasible, res.plan = True, to_plan(pl, pl.options, sol)
+    if not per_gpu:
+        res.per_gpu_best = None
     for sub, s in per_type:
         if s.gpus_by_type == sol.gpus_by_type and s.cost == sol.cost:
             res.per_gpu_best.append(res.plan)  # the same fleet: the same plan and numbers
         else:
             res.per_gpu_best.append(to_plan(pl, sub, s))
-    res.per_gpu_best.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
+    if res.per_gpu_best:
+        res.per_gpu_best.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
     if fewer is not None:
         res.fewer_vendors = to_plan(pl, pl.options, fewer)
     res.alternatives = [to_plan(pl, pl.options, s) for s in alternatives]

@@ -121,8 +121,10 @@ def _overrides(point: dict) -> dict:
 
 
 def solve_point(scenario: str, index: int, point: dict, presets: tuple[str, ...]) -> SweepPoint:
-    """One point of a sweep, solved from its inputs alone (what every backend runs)."""
-    res = plan_scenario(load_scenario(scenario, overrides=_overrides(point)), presets, top=1)
+    """One point of a sweep, solved from its inputs alone (what every backend runs): the
+    recommendation only (no alternatives, no best plan per GPU type: a solve per type)."""
+    sc = load_scenario(scenario, overrides=_overrides(point))
+    res = plan_scenario(sc, presets, top=1, per_gpu=False)
     rows = ranked_rows(res, {"point": index, **point})
     return SweepPoint(index, point, rows, {"set": point, **result_json(res)})
 

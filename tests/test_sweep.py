@@ -186,3 +186,19 @@ def test_draws_the_scenario_refuses_name_the_sample(tmp_path):
     assert {pt["set"]["workloads.chat.users"] for pt in json.loads(r.output)["points"]} == {400.0}
     r = run("sweep", p, "--set", "budget.max_usd=1e6", "--set", "budget.max_usd=2e6")
     assert r.exit_code == 2 and "given twice" in r.output
+
+
+def test_a_point_is_the_recommendation_without_the_per_type_solves(scenario):
+    """A sweep point solves the recommendation only: the same plan a full solve gives, with no
+    best-plan-per-GPU-type table (one more solve per type), which its JSON then leaves out."""
+    from planner import load_scenario, plan_scenario
+    from planner.results import result_json
+
+    sc = load_scenario(scenario)
+    full = plan_scenario(sc, top=1)
+    lean = plan_scenario(sc, top=1, per_gpu=False)
+    assert full.per_gpu_best and lean.per_gpu_best is None
+    assert result_json(lean)["plan"] == result_json(full)["plan"]
+    assert "best_per_gpu" not in result_json(lean)
+    pt = sweep(scenario, [("workloads.chat.users", [400])]).points[0]
+    assert "best_per_gpu" not in pt.result and pt.result["plan"] == result_json(full)["plan"]
