@@ -9,6 +9,8 @@ shipped one, so any value can be overridden without editing the package.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -63,15 +65,24 @@ def user_dirs(extra_dirs: tuple[str, ...]) -> list[Path]:
 
 def read_yaml(path: Path) -> Any:
     """Parse a YAML file; syntax errors name the file and line."""
+    return _parse(_read_text(path), path)
+
+
+def _read_text(path: Path) -> str:
     try:
         with open(path) as f:
-            return yaml.load(f, Loader=_LOADER)
+            return f.read()
+    except OSError as e:
+        raise EstimatorError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _parse(text: str, path: Path) -> Any:
+    try:
+        return yaml.load(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise EstimatorError(f"{where}: malformed YAML: {e.problem}") from None
-    except OSError as e:
-        raise EstimatorError(f"cannot read {path}: {e.strerror}") from None
 
 
 def _validation_message(path: Path, e: ValidationError, prefix: str = "") -> str:
@@ -113,17 +124,64 @@ def gpu_catalog(extra_dirs: tuple[str, ...] = ()) -> GpuCatalog[Accelerator]:
     return GpuCatalog("gpu", items, aliases, {k: g.memory_gb for k, g in items.items()})
 
 
+_CONFIG = re.compile(r"^config:", re.M)
+
+
+class _ModelPresets(Mapping[str, ModelPreset]):
+    """Model presets by name, each file read in full (and validated) when first used: a name
+    lookup needs only the name and aliases at the top of each file, before its ``config:``
+    (the bulk of it; most of the catalogue's load time)."""
+
+    def __init__(self) -> None:
+        self.paths: dict[str, tuple[Path, str]] = {}
+        self._built: dict[str, ModelPreset] = {}
+
+    def __getitem__(self, name: str) -> ModelPreset:
+        if name not in self._built:
+            path, text = self.paths[name]
+            self._built[name] = _model_preset(path, _parse(text, path))
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.paths)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+def _model_preset(path: Path, data: Any) -> ModelPreset:
+    try:
+        return ModelPreset.model_validate(data)
+    except ValidationError as e:
+        raise EstimatorError(_validation_message(path, e)) from None
+
+
+def _head(path: Path, text: str) -> tuple[str, list]:
+    """A model preset's name and aliases from the lines before its ``config:`` (the whole
+    file, validated, where those lines do not give them)."""
+    cut = _CONFIG.search(text)
+    try:
+        head = yaml.load(text[: cut.start()], Loader=_LOADER) if cut else None
+    except yaml.YAMLError:
+        head = None
+    if isinstance(head, dict) and isinstance(head.get("name"), str):
+        aliases = head.get("aliases", [])
+        if isinstance(aliases, list) and all(isinstance(a, str) for a in aliases):
+            return head["name"], aliases
+    preset = _model_preset(path, _parse(text, path))
+    return preset.name, preset.aliases
+
+
 @lru_cache(maxsize=8)
 def model_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[ModelPreset]:
-    items: dict[str, ModelPreset] = {}
+    items = _ModelPresets()
     aliases: dict[str, str] = {}
     for path in _files("models", extra_dirs):
-        try:
-            preset = ModelPreset.model_validate(read_yaml(path))
-        except ValidationError as e:
-            raise EstimatorError(_validation_message(path, e)) from None
-        items[preset.name] = preset
-        aliases.update({a: preset.name for a in preset.aliases})
+        text = _read_text(path)
+        name, names = _head(path, text)
+        items.paths[name] = (path, text)
+        items._built.pop(name, None)  # a user file overriding a shipped one
+        aliases.update({a: name for a in names})
     return ModelCatalog("model", items, aliases)
 
 

@@ -83,7 +83,7 @@ class Repairman:
             start, stride, cols = self._window(r)
             width = np.maximum(8, 2 ** np.ceil(np.log2(np.maximum(cols[rest], 1))))
             every = stride[rest] == 1  # every term summed (no sampling): by its ratios
-            for w, e in sorted(set(zip(width.tolist(), every.tolist()))):
+            for w, e in sorted(set(zip(width.tolist(), every.tolist(), strict=True))):
                 sel = rest[(width == w) & (every == e)]
                 pw[sel], wq[sel] = self._sums(sel, int(w), r[sel], h[sel], start, stride, cols)
         pw_all[self.rows] = pw

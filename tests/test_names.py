@@ -326,3 +326,25 @@ def test_no_two_presets_claim_one_name():
     cat = model_catalog()
     for index in (cat._short, cat._compact):
         assert {k: v for k, v in index.items() if len(v) > 1} == {}
+
+
+def test_user_presets_are_read_in_full_when_used(tmp_path):
+    """The catalogue reads each model file's name and aliases (the lines before ``config:``);
+    a preset's config is parsed and validated when it is first used, and its errors still name
+    the file and line. A file whose config comes first is read whole."""
+    from estimator import EstimatorError
+    from estimator.catalog import get_model_preset, model_catalog
+
+    d = tmp_path / "models"
+    d.mkdir()
+    (d / "broken.yaml").write_text("name: broken-one\nsource: test\nconfig: {a: [1, 2}\n")
+    (d / "first.yaml").write_text(
+        "config: {model_type: llama}\nname: config-first\naliases: [org/Config-First]\n"
+        "source: test\n"
+    )
+    extra = (str(tmp_path),)
+    cat = model_catalog(extra)
+    assert cat.resolve_name("org/config-first") == "config-first"
+    assert get_model_preset("llama-3.1-8b", extra).name == "llama-3.1-8b"  # others unaffected
+    with pytest.raises(EstimatorError, match=r"broken.yaml:3:.*malformed YAML"):
+        get_model_preset("broken-one", extra)
