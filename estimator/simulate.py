@@ -52,7 +52,7 @@ def simulate(
     st = steps
     slots = max(st.slots, 1)
     o, i_tok, chunk = st.output_tokens, st.input_tokens, st.chunk
-    t_table = st.iter_table
+    t_table = st.t_iter(np.arange(slots + 1))  # every whole batch (the table has knots)
     # PP: a prompt's last chunk still crosses the later stages before its first token
     lag = max(float(st.first_token_prefill) - i_tok * float(st.s_token), 0.0)
     # events: users' next arrival times (heap of (time, user))

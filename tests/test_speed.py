@@ -213,3 +213,40 @@ def test_operating_points_computed_together_equal_one_at_a_time():
     for ev, n in items:
         key = ("point", n, *capacity.config_key(ev, w, None))
         assert capacity._MEMO[key] == _operating_point(ev, w, n, None)
+
+
+def test_wide_tables_on_batch_knots_match_every_whole_batch():
+    """Past DENSE_KNOTS sequences the iteration time is tabulated every 1/128 of the batch:
+    at every whole batch up to the slots, the table's interpolation is within 0.3% of the
+    decode step itself (DeepSeek-R1, attention-DP over 8 H200s: thousands of slots)."""
+    from estimator import Evaluator, Parallel, get_gpu, get_model
+    from estimator.load import DENSE_KNOTS, prepare_steps
+
+    ev = Evaluator(
+        get_model("deepseek-r1"), get_gpu("h200"), Parallel(tp=8, attention_dp=True), "fp8", "fp8"
+    )
+    st = prepare_steps(ev, 1000, 1000)
+    assert st.slots > 2 * DENSE_KNOTS and len(st.iter_table) < st.slots / 3
+    b = np.arange(1, st.slots + 1, dtype=float)
+    exact = ev.decode_step(b, 1000 + 1000 / 2).total
+    np.testing.assert_allclose(st.t_iter(b), exact, rtol=3e-3)
+    np.testing.assert_array_equal(st.t_iter(b[:DENSE_KNOTS]), exact[:DENSE_KNOTS])
+
+
+def test_decode_batch_on_sparse_knots_finds_the_least_root():
+    """The least root of k·t(b) = b on the piecewise-linear table over sparse knots, against
+    a dense scan of the same interpolant."""
+    from estimator.load import BATCH_KNOTS
+
+    rng = np.random.default_rng(4)
+    for _ in range(100):
+        slots = int(rng.integers(1100, 20000))
+        x = BATCH_KNOTS[: int(np.searchsorted(BATCH_KNOTS, slots)) + 1]
+        table = 0.01 + 1e-5 * x + np.maximum(0, x - rng.uniform(0, slots)) * 3e-5
+        st = Steps(slots, 100, 100, 8192, 1e-5, 0.01, 1.0, table, table, 1.0, 1.0)
+        fine = np.linspace(0, slots, 200_001)
+        for k in 10 ** rng.uniform(1, 5, size=5):
+            got = float(decode_batch(st, k)[0])
+            below = np.flatnonzero(k * np.interp(fine, x, table) - fine <= 0)
+            want = fine[below[0]] if below.size else float(slots)
+            assert abs(got - want) <= fine[1] + 1e-9 * slots, (slots, k, got, want)
