@@ -181,7 +181,7 @@ def solve(
         m.add(power <= limits.power_cap_w)
     if exclude:
         for prev in exclude:
-            _forbid(m, use, prev)
+            _forbid(m, use, counts, prev)
     # cost first, then GPUs owned, then GPUs the replicas use (no idle replicas in the plan),
     # then the most demand served (headroom): a plan does not depend on how the solver breaks
     # ties. The last term is scaled past the largest service possible; where that could
@@ -384,7 +384,15 @@ def _meets_limits(options: list[Option], sol: Solution, limits: Limits, exclude)
     power = sum(options[i].power_w * n for i, n in sol.replicas.items())
     if limits.power_cap_w is not None and power > limits.power_cap_w:
         return False
-    return not any(set(by_type) == {g for g, n in prev.items() if n} for prev in exclude or [])
+    return all(_differs(by_type, prev) for prev in exclude or [])
+
+
+def _differs(by_type: dict[str, int], prev: dict[str, int]) -> bool:
+    """Whether a fleet (GPUs per type) is an alternative to ``prev`` (see :func:`_forbid`)."""
+    kinds = {g for g, n in prev.items() if n}
+    if set(by_type) == kinds:
+        return False
+    return not all(by_type.get(g, 0) >= n for g, n in prev.items() if n)
 
 
 @lru_cache(maxsize=4096)
@@ -408,9 +416,17 @@ def _cheapest_cover(options: list[Option], need: int) -> tuple[int, tuple[int, .
     return _cover(caps, weights, need)
 
 
-def _forbid(m, use: dict, prev: dict[str, int]) -> None:
+def _forbid(m, use: dict, counts: dict, prev: dict[str, int]) -> None:
     """A distinct fleet: a different set of GPU types than ``prev`` (one more idle server of
-    the same types is not an alternative a buyer needs to see)."""
+    the same types is not an alternative a buyer needs to see), and not ``prev``'s GPUs with
+    other types added (``prev`` alone serves every workload: what is added would idle)."""
     if any(n and g not in use for g, n in prev.items()):
         return  # ``prev`` runs on a type this model cannot buy: every plan here differs
     m.add_bool_or([use[g].negated() if prev.get(g) else use[g] for g in use])
+    fewer = []
+    for g, n in sorted(prev.items()):
+        if n:
+            b = m.new_bool_var(f"fewer_{g}")
+            m.add(counts[g] <= n - 1).only_enforce_if(b)
+            fewer.append(b)
+    m.add_bool_or(fewer)

@@ -147,6 +147,22 @@ def test_plan_never_costlier_than_any_single_type_plan(tmp_path):
         assert res.plan.cost_usd <= p.cost_usd + 1e-6
 
 
+@pytest.mark.parametrize("name", ["chat-assistant", "rag-service", "robot-fleet"])
+def test_alternatives_are_not_an_earlier_fleet_with_servers_added(name):
+    """Each next-best fleet has its own set of GPU types and is not an earlier fleet's GPUs
+    with another type added (the earlier fleet serves everything alone: the rest would idle)."""
+    res = plan_scenario(load_scenario(ROOT / "scenarios" / f"{name}.yaml"))
+    earlier = [res.plan.gpus_by_type]
+    for p in res.alternatives:
+        for prev in earlier:
+            assert set(p.gpus_by_type) != set(prev)
+            assert not all(p.gpus_by_type.get(g, 0) >= n for g, n in prev.items()), (
+                p.label(),
+                prev,
+            )
+        earlier.append(p.gpus_by_type)
+
+
 def test_more_users_never_cost_less(tmp_path):
     costs = [
         plan_scenario(load_scenario(chat(tmp_path, users=u))).plan.cost_usd
