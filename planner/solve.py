@@ -4,6 +4,7 @@ comparison. Functions a notebook user calls directly; the CLI only formats what 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from .assembly import prefetch_points, to_plan
@@ -34,27 +35,27 @@ def plan_scenario(
     if not sol.found:
         res.reason = diagnose(pl)
         return res
-    # every solve first, then the plans: their operating points are computed together
-    per_type = []  # best per GPU type (all workloads on that type)
-    for g in sorted({o.opt.gpu for o in pl.options}) if per_gpu else ():
-        sub = [o for o in pl.options if o.opt.gpu == g]
-        s = pl.run(sub, pl.limits(single_type=False))
-        if s.found:
-            per_type.append((sub, s))
-    # the cheapest fleet with one vendor fewer: what a second software stack saves
-    fewer = None
-    vendors = {pl.options[i].opt.vendor for i in sol.replicas}
-    if len(vendors) > 1:
-        s = pl.run(pl.options, replace(pl.limits(), max_vendors=len(vendors) - 1))
-        fewer = s if s.found else None
-    # next-best fleets, each with a different set of GPU types
-    alternatives, seen = [], [sol.gpus_by_type]
-    for _ in range(max(0, top - 1)):
-        s = pl.run(pl.options, _capped(pl.limits(), per_type, seen), exclude=seen)
-        if not s.found:
-            break
-        seen.append(s.gpus_by_type)
-        alternatives.append(s)
+    # every solve first, then the plans: their operating points are computed together. The
+    # best fleet of each GPU type is solved on a second thread meanwhile (CP-SAT releases
+    # the GIL while it searches; every solve is deterministic, so the answers do not depend
+    # on which thread runs first)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        by_type = pool.submit(_per_type, pl) if per_gpu else None
+        # the cheapest fleet with one vendor fewer: what a second software stack saves
+        fewer = None
+        vendors = {pl.options[i].opt.vendor for i in sol.replicas}
+        if len(vendors) > 1:
+            s = pl.run(pl.options, replace(pl.limits(), max_vendors=len(vendors) - 1))
+            fewer = s if s.found else None
+        # next-best fleets, each with a different set of GPU types
+        alternatives, seen = [], [sol.gpus_by_type]
+        for _ in range(max(0, top - 1)):
+            s = pl.run(pl.options, pl.limits(), exclude=seen)
+            if not s.found:
+                break
+            seen.append(s.gpus_by_type)
+            alternatives.append(s)
+        per_type = by_type.result() if by_type is not None else []
     solved = [(pl.options, sol), *per_type, *((pl.options, s) for s in alternatives)]
     prefetch_points(pl, solved + ([(pl.options, fewer)] if fewer else []))
     res.feasible, res.plan = True, to_plan(pl, pl.options, sol)
@@ -77,16 +78,16 @@ def plan_scenario(
     return res
 
 
-def _capped(limits, per_type: list, seen: list[dict]):
-    """The limits with the cost capped at the cheapest one-type fleet not yet seen: that
-    fleet is itself a next-best answer, so no optimum lies above the cap; CP-SAT need not
-    search there."""
-    # exclusions are by the set of GPU types (as `optimize._forbid` has them)
-    sets = [set(x) for x in seen]
-    costs = [s.cost for _, s in per_type if s.optimal and set(s.gpus_by_type) not in sets]
-    if not costs or (limits.max_usd is not None and limits.max_usd <= min(costs)):
-        return limits
-    return replace(limits, max_usd=min(costs))
+def _per_type(pl: SearchSpace) -> list:
+    """The best fleet of each GPU type alone (all workloads on that type), as (its options,
+    the solution) where one exists."""
+    out = []
+    for g in sorted({o.opt.gpu for o in pl.options}):
+        sub = [o for o in pl.options if o.opt.gpu == g]
+        s = pl.run(sub, pl.limits(single_type=False))
+        if s.found:
+            out.append((sub, s))
+    return out
 
 
 def compare(sc: Scenario, by: str = "vendor", presets: tuple[str, ...] = ()) -> Comparison:
