@@ -12,6 +12,7 @@ import itertools
 import logging
 import math
 import os
+import queue
 import sys
 import time
 from collections.abc import Iterator
@@ -212,20 +213,69 @@ def _run_backend(
     scenario: str,
     presets: tuple[str, ...],
 ) -> Iterator[SweepPoint]:
-    """Points as they finish: in this process, on ``jobs`` local processes (joblib/loky), or
-    on a Dask scheduler (``cluster``: an address, or "local" for a local cluster), in
-    :func:`blocks` so each process reuses its capacities."""
+    """Points as they finish: in this process, on ``jobs`` local processes (this one and
+    ``jobs − 1`` joblib/loky workers), or on a Dask scheduler (``cluster``: an address, or
+    "local" for a local cluster), in :func:`blocks` so each process reuses its capacities."""
     if cluster:
         yield from _dask(todo, cluster, jobs, scenario, presets)
     elif jobs > 1 and len(todo) > 1:
-        from joblib import Parallel, delayed
-
-        run = Parallel(n_jobs=jobs, return_as="generator_unordered")
-        for done in run(delayed(solve_points)(scenario, b, presets) for b in blocks(todo, jobs)):
-            yield from done
+        yield from _local(todo, jobs, scenario, presets)
     else:
         for i, pt in todo:
             yield solve_point(scenario, i, pt, presets)
+
+
+def _local(
+    todo: list[tuple[int, dict]], jobs: int, scenario: str, presets: tuple[str, ...]
+) -> Iterator[SweepPoint]:
+    """``jobs`` processes take blocks from one queue as each comes free: this one (its
+    modules loaded, its caches warm: it starts at once) and ``jobs − 1`` workers of joblib's
+    loky executor (each first starts an interpreter and imports the planner, about a second
+    and a half; joblib's own Parallel would run a single worker's tasks in this process)."""
+    from joblib.externals.loky import get_reusable_executor
+
+    work: queue.SimpleQueue = queue.SimpleQueue()
+    for b in blocks(todo, 4 * jobs):  # a few blocks each: whoever is free takes the next
+        work.put(b)
+    done: queue.SimpleQueue = queue.SimpleQueue()  # lists of points, or an error
+
+    def take():
+        try:
+            return work.get_nowait()
+        except queue.Empty:
+            return None
+
+    executor = get_reusable_executor(max_workers=jobs - 1)
+    running = 0
+
+    def submit() -> bool:
+        b = take()
+        if b is None:
+            return False
+        fut = executor.submit(solve_points, scenario, b, presets)
+        fut.add_done_callback(lambda f: done.put(f.exception() or f.result()))
+        return True
+
+    def collect(block: bool) -> Iterator[SweepPoint]:
+        nonlocal running
+        while running:
+            try:
+                item = done.get(block=block)
+            except queue.Empty:
+                return
+            running -= 1
+            if isinstance(item, BaseException):
+                raise item
+            running += submit()  # the worker that finished takes the next block
+            yield from item
+
+    for _ in range(jobs - 1):
+        running += submit()
+    while (b := take()) is not None:
+        for i, pt in b:
+            yield solve_point(scenario, i, pt, presets)
+            yield from collect(block=False)
+    yield from collect(block=True)
 
 
 def _dask(
