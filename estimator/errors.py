@@ -10,15 +10,26 @@ class EstimatorError(ValueError):
 
 
 class UnknownNameError(EstimatorError):
-    """A model or GPU name that matches no preset; carries the closest matches."""
+    """A model or GPU name that matches no preset; carries the closest matches, found when
+    first asked for (a lookup that tries one catalogue and then another raises and catches
+    these: it should not pay for suggestions nobody reads)."""
 
     def __init__(self, kind: str, name: str, known: list[str]):
-        self.kind = kind
-        self.name = name
-        self.suggestions = closest(name, known)
+        super().__init__(kind, name, known)
+        self.kind, self.name, self._known = kind, name, known
+        self._suggestions: list[str] | None = None
+
+    @property
+    def suggestions(self) -> list[str]:
+        if self._suggestions is None:
+            self._suggestions = closest(self.name, self._known)
+        return self._suggestions
+
+    def __str__(self) -> str:
         hint = f" Did you mean: {', '.join(self.suggestions)}?" if self.suggestions else ""
-        super().__init__(
-            f"unknown {kind} '{name}'.{hint} (`planner {kind}s list` shows all {len(known)})"
+        return (
+            f"unknown {self.kind} '{self.name}'.{hint} "
+            f"(`planner {self.kind}s list` shows all {len(self._known)})"
         )
 
 

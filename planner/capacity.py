@@ -135,16 +135,42 @@ MEMO_MAX = 50_000  # entries kept (least recently used dropped first)
 def replica_key(ev: Evaluator, w: LLMWorkload, part: tuple | None = None) -> tuple:
     """Everything a replica's load-model inputs (:func:`steps_for`) depend on. ``part``:
     :func:`workload_part` of ``w``, when the caller keys many replicas of it."""
-    return (
-        config_digest(ev.model),  # a digest: whole configs would fill memory
-        config_digest(ev.gpu),
-        ev.par,  # frozen: hashed and compared by its fields
-        ev.wfmt.name,
-        ev.kvfmt.name,
-        ev.engine,
-        ev.machine.eff,
-        *(part or workload_part(w)),
-    )
+    return (*_evaluator_key(ev), *(part or workload_part(w)))
+
+
+def _evaluator_key(ev: Evaluator) -> tuple:
+    """The replica's part of :func:`replica_key`, once per evaluator (kept on it: candidates'
+    evaluators are remembered across solves, and hashing its frozen fields each time was
+    most of a warm solve's keying)."""
+    key = ev.__dict__.get("_replica_key")
+    if key is None:
+        key = (
+            config_digest(ev.model),  # a digest: whole configs would fill memory
+            config_digest(ev.gpu),
+            ev.par,  # frozen: hashed and compared by its fields
+            ev.wfmt.name,
+            ev.kvfmt.name,
+            ev.engine,
+            ev.machine.eff,
+        )
+        key = (_Hashed(key),)
+        ev.__dict__["_replica_key"] = key
+    return key
+
+
+class _Hashed:
+    """A tuple whose hash is computed once (tuples hash every field on every lookup)."""
+
+    __slots__ = ("items", "_hash")
+
+    def __init__(self, items: tuple):
+        self.items, self._hash = items, hash(items)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Hashed) and (self is other or self.items == other.items)
 
 
 def workload_part(w: LLMWorkload) -> tuple:
