@@ -39,8 +39,9 @@ def plan_scenario(
     # best fleet of each GPU type is solved on a second thread meanwhile (CP-SAT releases
     # the GIL while it searches; every solve is deterministic, so the answers do not depend
     # on which thread runs first)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        by_type = pool.submit(_per_type, pl) if per_gpu else None
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        types = sorted({o.opt.gpu for o in pl.options}) if per_gpu else []
+        by_type = [pool.submit(_one_type, pl, g) for g in types]
         # the cheapest fleet with one vendor fewer: what a second software stack saves
         fewer = None
         vendors = {pl.options[i].opt.vendor for i in sol.replicas}
@@ -55,7 +56,7 @@ def plan_scenario(
                 break
             seen.append(s.gpus_by_type)
             alternatives.append(s)
-        per_type = by_type.result() if by_type is not None else []
+        per_type = [r for f in by_type if (r := f.result()) is not None]
     solved = [(pl.options, sol), *per_type, *((pl.options, s) for s in alternatives)]
     prefetch_points(pl, solved + ([(pl.options, fewer)] if fewer else []))
     res.feasible, res.plan = True, to_plan(pl, pl.options, sol)
@@ -78,16 +79,12 @@ def plan_scenario(
     return res
 
 
-def _per_type(pl: SearchSpace) -> list:
-    """The best fleet of each GPU type alone (all workloads on that type), as (its options,
-    the solution) where one exists."""
-    out = []
-    for g in sorted({o.opt.gpu for o in pl.options}):
-        sub = [o for o in pl.options if o.opt.gpu == g]
-        s = pl.run(sub, pl.limits(single_type=False))
-        if s.found:
-            out.append((sub, s))
-    return out
+def _one_type(pl: SearchSpace, gpu: str):
+    """The best fleet of one GPU type alone (all workloads on it), as (its options, the
+    solution); None where there is none."""
+    sub = [o for o in pl.options if o.opt.gpu == gpu]
+    s = pl.run(sub, pl.limits(single_type=False))
+    return (sub, s) if s.found else None
 
 
 def compare(sc: Scenario, by: str = "vendor", presets: tuple[str, ...] = ()) -> Comparison:
