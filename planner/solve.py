@@ -36,7 +36,7 @@ def plan_scenario(
         res.reason = diagnose(pl)
         return res
     # every solve first, then the plans: their operating points are computed together. The
-    # best fleet of each GPU type is solved on a second thread meanwhile (CP-SAT releases
+    # best fleet of each GPU type is solved on two pool threads meanwhile (CP-SAT releases
     # the GIL while it searches; every solve is deterministic, so the answers do not depend
     # on which thread runs first)
     with ThreadPoolExecutor(max_workers=2) as pool:
