@@ -152,16 +152,25 @@ def _int(v: str) -> int | None:
         return None
 
 
+# Repositories that republish another's measurements: left out together with the original
+# (a fork mirroring an API's data is the same publisher, not an independent source).
+SAME_PUBLISHER = {
+    "github:vngcloud/InferenceX-app": "github:SemiAnalysisAI/InferenceX",
+    "github:SemiAnalysisAI/InferenceX-app": "github:SemiAnalysisAI/InferenceX",
+}
+
+
 def source_key(src: str) -> str:
     """Group rows by publication for leave-one-source-out: a repository (owner/name) or a
-    web page's site and first path segment."""
+    web page's site and first path segment (mirrors grouped with what they mirror)."""
     s = src.strip().split(" ")[0]
     if s.startswith("http"):
         parts = s.split("/")
         return "/".join(parts[2:4]) if len(parts) > 3 else parts[2]
     if ":" in s:
         kind, rest = s.split(":", 1)
-        return f"{kind}:{'/'.join(rest.split('/')[:2])}"
+        key = f"{kind}:{'/'.join(rest.split('/')[:2])}"
+        return SAME_PUBLISHER.get(key, key)
     return s
 
 
