@@ -137,17 +137,25 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
         k += 2 if f in own_c else 1
     n_fam = k
     # a family's compute factor holds at one precision (its rows' majority); another
-    # precision gets its own where enough rows from two sources or more measure it (one
-    # source alone sets a factor no leave-one-source-out check can test); elsewhere the
-    # estimator's rule (estimator.efficiency.compute_share) carries the factors over
+    # precision gets its own where enough rows of dense models from two sources or more
+    # depend on the compute share (one source alone sets a factor no leave-one-source-out
+    # check can test; an MoE model's compute also carries its grouped expert GEMMs' own
+    # inefficiency, and a published TTFT the serving stack's handling of the request,
+    # neither of which the estimator models: such rows would put them into a factor every
+    # model on the GPU uses); elsewhere the estimator's rule
+    # (estimator.efficiency.compute_share) carries the factors over
     by_prec = {f: Counter(c.precision for c in use if c.family == f) for f in fams}
     main = {f: by_prec[f].most_common(1)[0][0] for f in fams}
     fp4 = {f: main[f] == "fp4" for f in fams}
+    dense = [
+        c for c in use if not c.ev.model.is_moe and c.metric != "ttft_ms" and _informs_compute(c)
+    ]
+    dense_prec = {f: Counter(c.precision for c in dense if c.family == f) for f in fams}
     extra = [
         (f, q)
         for f in fams
-        for q, n in sorted(by_prec[f].items())
-        if f in own_c and q != main[f] and n >= MIN_ROWS_PER_FAMILY and _sources(use, f, q) >= 2
+        for q, n in sorted(dense_prec[f].items())
+        if f in own_c and q != main[f] and n >= MIN_ROWS_PER_FAMILY and _sources(dense, f, q) >= 2
     ]
     # the host's per-step and per-sequence work is the engine's (a C++ executor or a Python
     # scheduler): fitted per engine where it has enough rows, else shared
