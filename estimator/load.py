@@ -35,6 +35,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import EstimatorError
+from .knots import BATCH_KNOTS, interp_table, knots_upto
 from .llm import Evaluator
 from .queues import Repairman, tail_wait
 
@@ -77,31 +78,6 @@ class ServingOptions(BaseModel):
         if self.arrivals == "waves" and self.think_time_s > 0:
             raise ValueError("arrivals 'waves' is a benchmark harness: it has no think time")
         return self
-
-
-# The batch sizes at which a replica's iteration time and memory are tabulated: every whole
-# batch up to DENSE_KNOTS (every engine default of max_num_seqs), then a step of 1/128 of the
-# batch (attention-DP and small models on large GPUs run tens of thousands of sequences: a
-# decode step is linear in the batch within each regime, so a 0.8% spacing moves the
-# interpolated time by at most ~0.2%, at a regime's kink). Shared by every replica, so
-# tables of many stack into one array.
-DENSE_KNOTS = 1024
-KNOT_STEP = 1 / 128
-
-
-def _knots(top: float = 1e8) -> np.ndarray:
-    out = list(range(DENSE_KNOTS + 1))
-    while out[-1] < top:
-        out.append(out[-1] + int(np.ceil(out[-1] * KNOT_STEP)))
-    return np.array(out, float)
-
-
-BATCH_KNOTS = _knots()
-
-
-def knots_upto(slots: int) -> np.ndarray:
-    """The batch knots from 0 through the first at or above ``slots``."""
-    return BATCH_KNOTS[: int(np.searchsorted(BATCH_KNOTS, slots)) + 1]
 
 
 @dataclass
@@ -194,13 +170,13 @@ class Steps:
 
     def memory_gb(self, in_flight):
         """Per-GPU memory with ``in_flight`` sequences holding KV."""
-        kv = _interp(self.kv_gb_table, in_flight, self.config)
+        kv = interp_table(self.kv_gb_table, in_flight, self.config)
         return self.weights_gb + self.fixed_gb + kv
 
     def t_iter(self, b):
         """Iteration seconds at (possibly fractional) decode batch ``b``."""
         b = np.clip(np.asarray(b, float), 0, self.slots)
-        return _interp(self.iter_table, b, self.config)
+        return interp_table(self.iter_table, b, self.config)
 
 
 _SCALARS = (
@@ -212,25 +188,6 @@ _SCALARS = (
     "s_alone",
     "tokens_per_iter",
 )
-
-
-def _interp(table: np.ndarray, x, rows=None):
-    """The piecewise-linear table (on :data:`BATCH_KNOTS`) at ``x``: one table for every
-    ``x``, or table row ``rows[i]`` for ``x[i]`` (np.interp's arithmetic: both give the same
-    numbers)."""
-    width = table.shape[-1]
-    knots = BATCH_KNOTS[:width]
-    if table.ndim == 1:
-        return np.interp(x, knots, table)
-    x = np.clip(np.asarray(x, float), 0, knots[-1])
-    if width <= DENSE_KNOTS + 1:  # every knot a whole batch: the index is the floor
-        i = np.minimum(np.floor(x).astype(np.intp), max(width - 2, 0))
-    else:
-        i = np.minimum(np.searchsorted(knots, x, side="right") - 1, max(width - 2, 0))
-    j = np.minimum(i + 1, width - 1)
-    lo, hi, x0, x1 = table[rows, i], table[rows, j], knots[i], knots[j]
-    frac = (x - x0) / np.maximum(x1 - x0, 1.0)
-    return np.where(x == x0, lo, np.where(x == x1, hi, (hi - lo) * frac + lo))
 
 
 def prepare_steps(

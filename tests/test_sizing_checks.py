@@ -91,6 +91,9 @@ def test_moe_saturation_batch_is_its_roofline_ridge_once_every_expert_is_read():
 
 
 def test_int4_lowers_the_saturation_batch_and_fp8_kv_raises_the_memory_limit():
+    # the roofline alone (a quarter of the weight bytes moves the ridge down by more than
+    # half); at the calibrated factors the fixed per-step costs, which do not shrink with
+    # the weights, move both ridges (1.75x apart at today's calibration, 2.3x before)
     r = saturation(
         "llama-3.1-8b",
         "h100-sxm",
@@ -98,6 +101,7 @@ def test_int4_lowers_the_saturation_batch_and_fp8_kv_raises_the_memory_limit():
         output_tokens=64,
         compare_weights=["int4"],
         compare_kv=["fp8"],
+        efficiency=UNIT,
     )
     base, int4, fp8kv = r.series
     assert (int4.weights, fp8kv.kv) == ("int4", "fp8")

@@ -220,7 +220,8 @@ def test_wide_tables_on_batch_knots_match_every_whole_batch():
     at every whole batch up to the slots, the table's interpolation is within 0.3% of the
     decode step itself (DeepSeek-R1, attention-DP over 8 H200s: thousands of slots)."""
     from estimator import Evaluator, Parallel, get_gpu, get_model
-    from estimator.load import DENSE_KNOTS, prepare_steps
+    from estimator.knots import DENSE_KNOTS
+    from estimator.load import prepare_steps
 
     ev = Evaluator(
         get_model("deepseek-r1"), get_gpu("h200"), Parallel(tp=8, attention_dp=True), "fp8", "fp8"
@@ -236,7 +237,7 @@ def test_wide_tables_on_batch_knots_match_every_whole_batch():
 def test_decode_batch_on_sparse_knots_finds_the_least_root():
     """The least root of k·t(b) = b on the piecewise-linear table over sparse knots, against
     a dense scan of the same interpolant."""
-    from estimator.load import BATCH_KNOTS
+    from estimator.knots import BATCH_KNOTS
 
     rng = np.random.default_rng(4)
     for _ in range(100):
