@@ -44,12 +44,28 @@ def efficiency_key(gpu) -> str:
     return f"{gpu.family}-gddr" if gddr else gpu.family
 
 
+# efficiency_for's answers, for the calibration they were read from (a solve builds thousands
+# of evaluators on a few dozen (family, precision, engine) triples; Efficiency is frozen)
+_ANSWERS: tuple[object, dict] = (None, {})
+
+
 def efficiency_for(
     family: str, precision: str | None = None, engine: str | None = None
 ) -> Efficiency:
     """The family's factors, its compute factor at ``precision`` (:func:`compute_share`), and
     the engine's host overheads where it has its own."""
+    global _ANSWERS
     cal = calibration()
+    if _ANSWERS[0] is not cal:  # a calibration read afresh (after `calibrate --write`)
+        _ANSWERS = (cal, {})
+    known = _ANSWERS[1]
+    key = (family, precision, engine)
+    if key not in known:
+        known[key] = _efficiency(cal, family, precision, engine)
+    return known[key]
+
+
+def _efficiency(cal: dict, family: str, precision: str | None, engine: str | None) -> Efficiency:
     base = Efficiency(**cal["defaults"])
     fams = cal.get("families") or {}
     over = {k: v for k, v in (fams.get(family) or {}).items() if k == "memory"}
