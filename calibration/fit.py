@@ -73,7 +73,15 @@ class Batch:
                 tok = self.rep[i] * saturated_tokens_per_s(t_dec[i], s[i], self.b[i], osl)
                 tpot = ttft = float("nan")
             else:
-                lt = lockstep(t_dec[i], s[i], s_alone[i], self.clients[i], osl, self.b[i])
+                lt = lockstep(
+                    t_dec[i],
+                    s[i],
+                    s_alone[i],
+                    self.clients[i],
+                    osl,
+                    self.b[i],
+                    request_s=p.request(self.engine[i]) * 1e-3,
+                )
                 tok = self.rep[i] * float(lt.output_tokens_per_s)
                 tpot, ttft = float(lt.tpot_s), float(lt.ttft_mean_s)
             m = self.metric[i]
@@ -109,6 +117,7 @@ def metric_class(metric: str) -> str:
 # ---- fitting ------------------------------------------------------------------------------
 MIN_ROWS_PER_FAMILY = 15
 MIN_ROWS_PER_ENGINE = 30
+MIN_TTFT_ROWS_PER_ENGINE = 10
 
 
 def fit(cases: list[Case]) -> tuple[Params, dict]:
@@ -164,6 +173,17 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     shared = sum(n for e, n in eng_rows.items() if e not in engs) >= MIN_ROWS_PER_ENGINE
     shared = shared or not engs  # no engine has enough rows of its own: one shared pair
     glob = GLOBAL if shared else GLOBAL[:2]
+    # the serving stack's own time to a first token, per engine: fitted where the engine's
+    # TTFTs come from two sources or more (one source's could be its harness, not the stack)
+    ttft_src: dict[str, Counter] = {}
+    for c in use:
+        if c.metric == "ttft_ms":
+            ttft_src.setdefault(c.ev.engine.name, Counter())[c.source_key] += 1
+    req_engs = sorted(
+        e
+        for e, n in ttft_src.items()
+        if sum(n.values()) >= MIN_TTFT_ROWS_PER_ENGINE and sum(k >= 2 for k in n.values()) >= 2
+    )
 
     def unpack(x: np.ndarray) -> Params:
         d = {f: (x[m], x[c] if c is not None else None) for f, (m, c) in slot.items()}
@@ -197,12 +217,14 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
         g = list(x[k : k + len(glob)])
         k += len(glob)
         hosts = {e: (float(x[k + 2 * i]), float(x[k + 2 * i + 1])) for i, e in enumerate(engs)}
+        k += 2 * len(engs)
+        requests = {e: float(x[k + i]) for i, e in enumerate(req_engs)}
         if not shared:
             # the defaults serve what no serving engine runs (the other families' pipelines
             # have no continuous-batching scheduler; speech engines fit their own host time):
             # the leanest engine's host work, not a mean with Python schedulers in it
             g += [min(hosts[e][j] for e in engs) for j in (0, 1)]
-        return Params(d, *g, hosts, groups)
+        return Params(d, *g, hosts, groups, requests)
 
     x0, lo, hi = ([0.8, 0.6], [0.2, 0.1], [1.0, 1.0]) if own_default else ([], [], [])
     for f in fams:  # memory, then compute where the family's rows measure it
@@ -219,6 +241,9 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     x0 += [1.0, 2.0] * len(engs)
     lo += [0.0, 0.0] * len(engs)
     hi += [20.0, 50.0] * len(engs)
+    x0 += [20.0] * len(req_engs)
+    lo += [0.0] * len(req_engs)
+    hi += [500.0] * len(req_engs)
 
     def resid(x):
         r = np.log(batch.predict(unpack(x)) / batch.measured)
@@ -231,6 +256,7 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
         names += [f"{f}.memory"] + ([f"{f}.compute"] if f in own_c else [])
     names += [f"{f}.compute_at.{q}" for f, q in extra]
     names += list(glob) + [f"engines.{e}.{k}" for e in engs for k in GLOBAL[2:]]
+    names += [f"engines.{e}.request_overhead_ms" for e in req_engs]
     at_bound = [
         n for n, x, a, b in zip(names, res.x, lo, hi, strict=True) if x <= a + 1e-6 or x >= b - 1e-6
     ]
@@ -364,11 +390,18 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "families": fams,
         "engines": {
             e: {
-                "step_overhead_ms": r4(step),
-                "seq_overhead_us": r4(seq),
+                **(
+                    {
+                        "step_overhead_ms": r4(params.engines[e][0]),
+                        "seq_overhead_us": r4(params.engines[e][1]),
+                    }
+                    if e in params.engines
+                    else {}
+                ),
+                **({"request_overhead_ms": r4(params.requests[e])} if e in params.requests else {}),
                 "rows": sum(1 for c in cases if c.fit and c.ev.engine.name == e),
             }
-            for e, (step, seq) in params.engines.items()
+            for e in sorted({*params.engines, *params.requests})
         },
         "links": {"nic_latency_us": 8.0},
         # quantiles of measured / predicted from the leave-one-source-out predictions, by
@@ -391,7 +424,8 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# cost per layer per step (kernel launches and gaps); step_overhead_ms: per engine step;\n"
         "# seq_overhead_us: host work per running sequence per step (sampling, scheduling);\n"
         "# engines: those two for each serving engine with enough rows (the defaults' serve\n"
-        "# the others).\n"
+        "# the others), and request_overhead_ms, the serving stack's own time to a first token\n"
+        "# where the engine's TTFTs come from two sources or more (0 elsewhere).\n"
         "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
         "# family_engines: host time per decoder layer per decoding step (layer_us) and per\n"
         "# running sequence (layer_seq_us) of the eager speech engines, fitted on their runs\n"

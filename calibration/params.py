@@ -23,6 +23,8 @@ class Params:
     engines: dict[str, tuple[float, float]] = field(default_factory=dict)
     # family -> calibration-shaped compute groups (compute_precision, rows, compute_at)
     groups: dict[str, dict] = field(default_factory=dict)
+    # engine -> the serving stack's own time to a first token, ms (0 for the others)
+    requests: dict[str, float] = field(default_factory=dict)
 
     def eff(self, family: str) -> tuple[float, float]:
         return self.families.get(family, self.families.get("default", (0.8, 0.6)))
@@ -39,6 +41,9 @@ class Params:
     def host(self, engine: str) -> tuple[float, float]:
         return self.engines.get(engine, (self.step_overhead_ms, self.seq_overhead_us))
 
+    def request(self, engine: str) -> float:
+        return self.requests.get(engine, 0.0)
+
 
 def current_params(families: list[str]) -> Params:
     """The factors the estimator runs with now: for ``families`` and every calibrated one
@@ -49,10 +54,19 @@ def current_params(families: list[str]) -> Params:
         e = efficiency_for(f if f != "default" else "__none__")
         fams[f] = (e.memory, e.compute)
     e = efficiency_for("__none__")
+    own_host = {
+        n for n, v in (calibration().get("engines") or {}).items() if "step_overhead_ms" in v
+    }
     engines = {
         n: (h.step_overhead_ms, h.seq_overhead_us)
         for n in fitted_engines()
+        if n in own_host
         for h in [efficiency_for("__none__", engine=n)]
+    }
+    requests = {
+        n: r
+        for n in fitted_engines()
+        if (r := efficiency_for("__none__", engine=n).request_overhead_ms) > 0
     }
     cal = (calibration().get("families") or {}).items()
     groups = {
@@ -68,4 +82,5 @@ def current_params(families: list[str]) -> Params:
         e.seq_overhead_us,
         engines,
         groups,
+        requests,
     )

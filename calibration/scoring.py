@@ -29,6 +29,7 @@ def efficiency_of(
         layer_overhead_us=params.layer_overhead_us,
         step_overhead_ms=step,
         seq_overhead_us=seq,
+        request_overhead_ms=params.request(engine),
     )
 
 

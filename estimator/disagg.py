@@ -57,7 +57,7 @@ def disaggregated_point(
             before, (pw_sl, w_sl) = w_sl, slot_queue(think_time_s + w_pf + s_first, hold, only)
             if np.all(np.abs(w_sl - before) <= WAIT_TOLERANCE * (1 + hold)):
                 break
-        ttft = w_pf + s_first
+        ttft = w_pf + s_first + st.request_s
         implied = n / (think_time_s + ttft + hold + w_sl)
         return implied, (b, hold, pw_pf, w_pf, pw_sl, w_sl, ttft)
 
@@ -67,7 +67,7 @@ def disaggregated_point(
     law = n / lam - think_time_s - dec_time  # the response-time law, binding at saturation
     ttft = np.where(saturated, np.maximum(ttft, law), ttft)
     q_pf = tail_wait(pw_pf, w_pf, percentile / 100.0)
-    ttft_p = np.maximum(s_first + q_pf, ttft)
+    ttft_p = np.maximum(s_first + st.request_s + q_pf, ttft)
     tpot = (dec_time - kv_transfer_s) / max(o - 1, 1)
     in_flight = np.minimum(lam * hold / decode_replicas, st.slots)
     demand = n * hold / (think_time_s + ttft + dec_time) / decode_replicas

@@ -23,6 +23,10 @@ class Efficiency:
     layer_overhead_us: float
     step_overhead_ms: float
     seq_overhead_us: float
+    # the serving stack's own time from a request's arrival to its first token beyond the
+    # GPU's work (HTTP, tokenising, admission, streaming the token back); fitted per engine
+    # from published TTFTs of lone requests, 0 where an engine has too few
+    request_overhead_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -72,8 +76,9 @@ def _efficiency(cal: dict, family: str, precision: str | None, engine: str | Non
     if "compute" in (fams.get(family) or {}):  # else its rows did not measure compute
         over["compute"] = compute_share(fams, base.compute, family, precision)
     host = (cal.get("engines") or {}).get(engine or "")
-    if host:  # the engine's own host work per step and per running sequence
-        over.update({k: host[k] for k in ("step_overhead_ms", "seq_overhead_us")})
+    if host:  # the engine's own host work per step, per running sequence, per request
+        keys = ("step_overhead_ms", "seq_overhead_us", "request_overhead_ms")
+        over.update({k: host[k] for k in keys if k in host})
     return replace(base, **over)
 
 

@@ -35,7 +35,14 @@ class LoopTimes:
 
 
 def lockstep(
-    t_dec, s, s_alone, batch, output_tokens: int, max_batch=None, percentile: float = 90.0
+    t_dec,
+    s,
+    s_alone,
+    batch,
+    output_tokens: int,
+    max_batch=None,
+    percentile: float = 90.0,
+    request_s=0.0,
 ) -> LoopTimes:
     """A synthetic benchmark's closed loop: ``batch`` clients with fixed lengths and no think
     time start together, so they stay in lockstep: every cycle all prompts arrive at once,
@@ -43,12 +50,13 @@ def lockstep(
     first token after ``s_alone + j·s``; the mean TTFT is ``s_alone + (n−1)/2·s`` and the
     cycle ``n·s + output·t_decode``. Clients beyond ``max_batch`` (what fits in memory) wait
     whole cycles for a slot: wave k waits k cycles. At percentile p a request is p of the way
-    through its wave, and p of the way through the waves that wait."""
+    through its wave, and p of the way through the waves that wait. ``request_s``: the serving
+    stack's own time to a first token, which every wave also waits before its prefill."""
     b = np.asarray(batch, float)
     t_dec = np.asarray(t_dec, float)
     n = b if max_batch is None else np.minimum(b, max_batch)
-    cycle = n * s + output_tokens * t_dec
-    ttft_wave = s_alone + (n - 1) / 2 * s
+    cycle = n * s + output_tokens * t_dec + request_s
+    ttft_wave = s_alone + (n - 1) / 2 * s + request_s
     waves = np.ceil(b / n)
     # mean extra wait over clients: full waves of n wait 0, 1, ..., waves−1 cycles (the last
     # wave is partial)
@@ -56,7 +64,9 @@ def lockstep(
     extra = (n * cycle * (waves - 1) * (waves - 2) / 2 + last * (waves - 1) * cycle) / b
     ttft = ttft_wave + extra
     p = percentile / 100.0
-    ttft_p = s_alone + p * (n - 1) * s + np.where(waves > 1, (waves - 1) * cycle * p, 0.0)
+    ttft_p = (
+        s_alone + request_s + p * (n - 1) * s + np.where(waves > 1, (waves - 1) * cycle * p, 0.0)
+    )
     tpot = ((n + 1) / 2 * s + (output_tokens - 1) * t_dec) / max(output_tokens - 1, 1)
     return LoopTimes(tpot, ttft, np.maximum(ttft_p, ttft), n * s / cycle, n * output_tokens / cycle)
 
@@ -77,7 +87,7 @@ def waves_point(steps: Steps, users, percentile: float = 90.0) -> LoadPoint:
     n = np.minimum(b, c)
     s = st.input_tokens * st.s_token
     t_dec = st.t_iter(n) / st.tokens_per_iter
-    lt = lockstep(t_dec, s, st.s_alone, b, st.output_tokens, c, percentile)
+    lt = lockstep(t_dec, s, st.s_alone, b, st.output_tokens, c, percentile, st.request_s)
     return LoadPoint(
         users=b,
         ttft_s=lt.ttft_mean_s,

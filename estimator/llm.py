@@ -380,7 +380,8 @@ def estimate_replica(
     pre = ev.prefill(b, i)
     tpot = float(dec.total)
     prefill_s = float(pre.total)
-    ttft = prefill_s  # the prefill pass itself samples the first token
+    # the prefill pass itself samples the first token; the serving stack adds its own time
+    ttft = prefill_s + ev.machine.eff.request_overhead_ms * 1e-3
     e2e = ttft + (o - 1) * tpot
     cycle = prefill_s + (o - 1) * tpot
     replica_out = b * o / cycle

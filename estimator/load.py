@@ -103,6 +103,7 @@ class Steps:
     # a prompt's own prefill seconds to its first token, every stage in turn (None: s_token ×
     # prompt tokens, one stage)
     s_first: Any = None
+    request_s: Any = 0.0  # the serving stack's own time to a first token (no GPU held)
 
     @staticmethod
     def stack(items: list[Steps]) -> Steps:
@@ -130,6 +131,7 @@ class Steps:
             fixed_gb=col("fixed_gb"),
             stages=col("stages", np.int64),
             s_first=np.array([st.first_token_prefill for st in items]),
+            request_s=col("request_s"),
         )
 
     @functools.cached_property
@@ -159,6 +161,7 @@ class Steps:
             config=config,
             stages=self.stages[config],
             s_first=self.s_first[config],
+            request_s=self.request_s[config],
         )
         aligned.__dict__["decode_ratio"] = self.decode_ratio  # the tables' (computed once)
         return aligned
@@ -238,6 +241,7 @@ def prepare_steps(
         kv_gb_table=kv / 1e9,
         weights_gb=ev.weight_bytes / 1e9,
         fixed_gb=(ev.activation_bytes + ev.overhead_bytes) / 1e9,
+        request_s=ev.machine.eff.request_overhead_ms * 1e-3,
     )
 
 
@@ -401,7 +405,7 @@ def load_point(
         w_pf = w_pf * PREFILL_WAIT_FACTOR
         pw_sl, w_sl = slot_queue(think_time_s + w_pf, own + dec_time, only)
         busy = np.minimum(1.0, lam * (own + dec_time) * others)
-        ttft = w_sl + w_pf + busy * t_it / 2 + own
+        ttft = w_sl + w_pf + busy * t_it / 2 + own + st.request_s
         implied = n / (think_time_s + ttft + dec_time)
         return implied, (b, rho, t_it, dec_time, own, pw_pf, w_pf, pw_sl, w_sl, busy, ttft)
 
@@ -412,7 +416,7 @@ def load_point(
     p = percentile / 100.0
     # the iteration running on arrival has a uniform residual: its p-quantile is p·t_iter
     waits = tail_wait(pw_pf, w_pf, p) + tail_wait(pw_sl, w_sl, p)
-    ttft_p = np.maximum(own + busy * p * t_it + waits, ttft)
+    ttft_p = np.maximum(own + st.request_s + busy * p * t_it + waits, ttft)
     in_flight = np.minimum(lam * (own + dec_time), c)
     demand = n * (own + dec_time) / (think_time_s + own + dec_time)  # KV slots wanted
     tpot = t_it / e

@@ -55,6 +55,9 @@ def simulate(
     t_table = st.t_iter(np.arange(slots + 1))  # every whole batch (the table has knots)
     # PP: a prompt's last chunk still crosses the later stages before its first token
     lag = max(float(st.first_token_prefill) - i_tok * float(st.s_token), 0.0)
+    # the serving stack's own time: a request reaches the engine that long after it is sent,
+    # and its TTFT counts from the sending
+    stack_s = float(st.request_s)
     # events: users' next arrival times (heap of (time, user))
     # users start spread over one request's duration, so fixed-length requests do not march
     # in lockstep (real traffic is not synchronised)
@@ -127,7 +130,7 @@ def simulate(
                 if done > warmup:
                     tpots.append((now - first) / max(o - 1, 1))
                 think = float(rng.exponential(think_time_s)) if think_time_s > 0 else 0.0
-                heapq.heappush(arrivals, (now + think, u))
+                heapq.heappush(arrivals, (now + think + stack_s, u))
             else:
                 still.append(seq)
         decoding = still
@@ -135,12 +138,12 @@ def simulate(
             prefilling.remove(req)
             arrival, u, _ = req
             if done >= warmup:
-                ttfts.append(now + lag - arrival)
+                ttfts.append(now + lag - arrival + stack_s)
             if o > 1:
                 decoding.append([arrival, u, now + lag, o - 1])
             else:
                 done += 1
-                heapq.heappush(arrivals, (now, u))
+                heapq.heappush(arrivals, (now + stack_s, u))
         if done >= warmup + requests:
             break
     span = max(now - (t_start or 0.0), 1e-12)

@@ -183,3 +183,35 @@ def test_a_lone_prompts_first_token_crosses_every_stage():
         ttft[pp] = float(load_point(st, [1]).ttft_s[0])
         assert ttft[pp] >= 0.95 * st.s_alone  # at least the prompt's crossing, alone
     assert ttft[8] > 0.8 * ttft[1]
+
+
+def test_the_serving_stacks_own_time_adds_to_every_first_token():
+    """A stack's own time to a first token (SGLang's, fitted from published TTFTs of lone
+    requests) adds to TTFT at every load and lengthens each user's cycle, in the analytic
+    model and the simulator alike; the GPU's work is unchanged."""
+    from dataclasses import replace
+
+    from estimator.efficiency import efficiency_for
+
+    req = efficiency_for("hopper", engine="sglang").request_overhead_ms * 1e-3
+    assert req > 0.01  # fitted: SGLang's TTFTs come from several sources
+    ev = Evaluator(
+        get_model("llama-3.1-8b"),
+        get_gpu("h100-sxm"),
+        Parallel(tp=1),
+        "fp8",
+        "fp8",
+        engine="sglang",
+    )
+    st = prepare_steps(ev, 1000, 200)
+    assert st.request_s == pytest.approx(req)
+    bare = replace(st, request_s=0.0)
+    one = load_point(st, [1], think_time_s=5.0)
+    one_bare = load_point(bare, [1], think_time_s=5.0)
+    assert float(one.ttft_s[0] - one_bare.ttft_s[0]) == pytest.approx(req, rel=1e-6)
+    assert float(one.tpot_s[0]) == pytest.approx(float(one_bare.tpot_s[0]))
+    users = 24
+    sim = simulate(st, users, think_time_s=5.0, requests=1500, warmup=300)
+    lp = load_point(st, [users], think_time_s=5.0)
+    assert float(lp.ttft_s[0]) == pytest.approx(sim.ttft_mean_s, rel=0.15)
+    assert sim.ttft_mean_s > req
