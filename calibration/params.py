@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from estimator.efficiency import calibration, compute_share, efficiency_for, fitted_engines
+from estimator.efficiency import calibration, compute_share, efficiency_for
 
 GLOBAL = ("collective_base_us", "layer_overhead_us", "step_overhead_ms", "seq_overhead_us")
 
@@ -54,20 +54,13 @@ def current_params(families: list[str]) -> Params:
         e = efficiency_for(f if f != "default" else "__none__")
         fams[f] = (e.memory, e.compute)
     e = efficiency_for("__none__")
-    own_host = {
-        n for n, v in (calibration().get("engines") or {}).items() if "step_overhead_ms" in v
-    }
-    engines = {
-        n: (h.step_overhead_ms, h.seq_overhead_us)
-        for n in fitted_engines()
-        if n in own_host
-        for h in [efficiency_for("__none__", engine=n)]
-    }
-    requests = {
-        n: r
-        for n in fitted_engines()
-        if (r := efficiency_for("__none__", engine=n).request_overhead_ms) > 0
-    }
+    engines, requests = {}, {}  # host work where an engine has its own; request time
+    for n, entry in (calibration().get("engines") or {}).items():
+        h = efficiency_for("__none__", engine=n)
+        if "step_overhead_ms" in entry:
+            engines[n] = (h.step_overhead_ms, h.seq_overhead_us)
+        if h.request_overhead_ms > 0:
+            requests[n] = h.request_overhead_ms
     cal = (calibration().get("families") or {}).items()
     groups = {
         f: {k: v for k, v in g.items() if k not in ("memory", "compute")}

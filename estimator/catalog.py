@@ -179,8 +179,7 @@ def model_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[ModelPreset]
     for path in _files("models", extra_dirs):
         text = _read_text(path)
         name, names = _head(path, text)
-        items.paths[name] = (path, text)
-        items._built.pop(name, None)  # a user file overriding a shipped one
+        items.paths[name] = (path, text)  # a user file later overrides a shipped one
         aliases.update({a: name for a in names})
     return ModelCatalog("model", items, aliases)
 

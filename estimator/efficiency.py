@@ -115,11 +115,6 @@ def _fitted_at(fam: dict) -> dict[str, tuple[float, int]]:
     return out
 
 
-def fitted_engines() -> list[str]:
-    """The serving engines with host overheads of their own in the calibration."""
-    return sorted(calibration().get("engines") or {})
-
-
 def link_defaults() -> LinkDefaults:
     return LinkDefaults(**calibration()["links"])
 

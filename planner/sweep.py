@@ -15,6 +15,7 @@ import os
 import queue
 import sys
 import time
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -234,16 +235,12 @@ def _local(
     and a half; joblib's own Parallel would run a single worker's tasks in this process)."""
     from joblib.externals.loky import get_reusable_executor
 
-    work: queue.SimpleQueue = queue.SimpleQueue()
-    for b in blocks(todo, 4 * jobs):  # a few blocks each: whoever is free takes the next
-        work.put(b)
-    done: queue.SimpleQueue = queue.SimpleQueue()  # lists of points, or an error
+    work = deque(blocks(todo, 4 * jobs))  # a few blocks each: whoever is free takes the next
+    # lists of points, or an error, put by the executor's threads as blocks finish
+    done: queue.SimpleQueue = queue.SimpleQueue()
 
     def take():
-        try:
-            return work.get_nowait()
-        except queue.Empty:
-            return None
+        return work.popleft() if work else None
 
     executor = get_reusable_executor(max_workers=jobs - 1)
     running = 0
