@@ -4,7 +4,8 @@ come back after thinking) and the tail of its waiting time."""
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import betainc, gammaincc, gammaln
+
+from .special import gammaincc, gammaln
 
 
 class Repairman:
@@ -17,8 +18,11 @@ class Repairman:
     deviations of its mode, which is found in closed form. So each population sums only the
     window where ``p_k`` is within e^-45 of its peak (every term, or a smooth sample of at
     most 200 a side), never all ``N`` terms: the cost does not grow with the population.
-    Where the incomplete beta and gamma functions represent both sides of ``c``, the sums
-    are in closed form instead (:meth:`_closed_form`)."""
+    With one server (the prefill queue) the sum is an incomplete gamma function, in closed
+    form where it is representable (:meth:`_single_server`). Many servers have a closed form
+    too (incomplete beta below ``c``, incomplete gamma above), but in numpy its continued
+    fractions cost more than the window sums they replace (in the shipped scenarios the
+    tails of most populations underflow it, and the window takes them anyway)."""
 
     DROP = 45.0  # the window ends where p_k has fallen by e^-45 (3e-20) from the mode:
     # below a double's resolution of the sum
@@ -75,9 +79,10 @@ class Repairman:
         r = np.maximum(h, 1e-30) / np.maximum(z, 1e-30)
         pw, wq = np.zeros(len(r)), np.zeros(len(r))
         done = self._single_server(r, h, z, pw, wq)
-        if only is not None:  # rows not asked for count as done (they read 0)
-            done |= ~np.broadcast_to(np.asarray(only, bool), shape)[self.rows]
-        done |= self._closed_form(r, h, pw, wq, ~done)
+        if only is not None:  # rows not asked for count as done and read 0
+            skip = ~np.broadcast_to(np.asarray(only, bool), shape)[self.rows]
+            pw[skip] = wq[skip] = 0.0
+            done |= skip
         rest = np.flatnonzero(~done)
         if rest.size:
             start, stride, cols = self._window(r)
@@ -102,8 +107,10 @@ class Repairman:
         if not ok.any():
             return ok
         u = 1.0 / r
-        q = np.where(ok, gammaincc(n + 1, np.where(ok, u, 1.0)), 0.0)
-        ok &= q > 1e-250  # far from saturation Q underflows: the window sums those
+        q = np.zeros(len(r))
+        # far from saturation Q is below 1e-250 (or underflows): the window sums those
+        q[ok] = gammaincc(n[ok] + 1, u[ok], floor=1e-250)
+        ok &= q > 1e-250
         with np.errstate(divide="ignore", over="ignore"):
             log_z = self._log_fact_n + n * np.log(r) + u + np.log(np.where(ok, q, 1.0))
         p0 = np.exp(-np.where(ok, log_z, 0.0))
@@ -114,50 +121,6 @@ class Repairman:
         queue = np.maximum(n - x * z - busy, 0.0)
         pw[ok] = busy[ok]
         wq[ok] = (queue / np.maximum(x, 1e-30))[ok]
-        return ok
-
-    def _closed_form(self, r, h, pw, wq, todo) -> np.ndarray:
-        """Any number of servers, in closed form where it is representable: below ``c`` the
-        terms are ``C(N,k)·r^k``, a binomial partial sum, ``(1+r)^N·I(1/(1+r); N−c+1, c)``
-        (I: the regularised incomplete beta); from ``c`` on they are
-        ``N!/c!·r^N·c^-(N−c)·(c/r)^m/m!`` summed over ``m = 0 … N−c``, an incomplete gamma
-        ``e^u·Q(N−c+1, u)`` with ``u = c/r``; the queue's first moment is
-        ``e^u·(a·Q(a+1,u) − u·Q(a,u))``, ``a = N−c``. Used where every factor is a normal
-        double and that difference keeps six digits or more; elsewhere (far from either
-        side's mass) the window sums. Fills ``pw``/``wq`` there; returns where."""
-        # whole populations only: the sums run over k <= N, which a fractional N (users
-        # shared among replicas) leaves to the window
-        ok = todo & (self.n == np.round(self.n))
-        if not ok.any():
-            return ok
-        idx = np.flatnonzero(ok)
-        n, c, rr = self.n[idx], self.c[idx], r[idx]
-        a, u = n - c, c / rr
-        x = 1.0 / (1.0 + rr)
-        b0 = betainc(a + 1, c, x)  # P(Bin(N, r/(1+r)) <= c−1)
-        b1 = np.where(c >= 2, betainc(a + 1, np.maximum(c - 1, 1), x), 0.0)  # N−1, <= c−2
-        q0, q1 = gammaincc(a + 1, u), gammaincc(np.maximum(a, 1e-300), u)
-        diff = a * q0 - u * q1
-        tiny = 1e-280
-        good = (b0 > tiny) & (q0 > tiny) & (q1 > tiny) & (diff > 1e-6 * a * q0)
-        good &= (c < 2) | (b1 > tiny)
-        with np.errstate(all="ignore"):  # a non-finite row falls back to its window sum
-            log_up = gammaln(n + 1) - gammaln(c + 1) + n * np.log(rr) - a * np.log(c) + u
-            lo0 = n * np.log1p(rr) + np.log(b0)
-            lo1 = np.log(n * rr) + (n - 1) * np.log1p(rr) + np.log(np.maximum(b1, tiny))
-            up0 = log_up + np.log(q0)
-            upq = log_up + np.log(np.maximum(diff, tiny))
-            top = np.maximum(lo0, up0)
-            z = np.exp(lo0 - top) + np.exp(up0 - top)
-            p_up = np.exp(up0 - top) / z
-            busy_low = np.where(c >= 2, np.exp(lo1 - top) / z, 0.0)  # E[k; k < c]
-            queue = np.exp(upq - top) / z
-            thru = (busy_low + c * p_up) / np.maximum(h[idx], 1e-30)  # Little's law
-            wait = queue / np.maximum(thru, 1e-30)
-        good &= np.isfinite(p_up) & np.isfinite(wait)
-        pw[idx[good]] = p_up[good]
-        wq[idx[good]] = wait[good]
-        ok[idx[~good]] = False
         return ok
 
     def _sums(self, sel, width: int, r, h, start, stride, cols):

@@ -1,13 +1,13 @@
 """The fast paths give the numbers of the plain ones: the load model stacked over many
-configurations, the capacity search batched over candidates, the closed-form single-server
-queue, the binary search for the decode batch, and capacities remembered between solves."""
+configurations, the capacity search batched over candidates, the binary search for the
+decode batch, and capacities remembered between solves (the queue's closed form and window
+sums: tests/test_queues.py)."""
 
 import numpy as np
 import pytest
 
 from estimator import Evaluator, Parallel, get_gpu, get_model
 from estimator.load import ServingOptions, Steps, decode_batch, load_point, prepare_steps
-from estimator.queues import Repairman
 from planner import capacity
 from planner.capacity import llm_capacities, scan_capacity
 from planner.workloads import LLMWorkload
@@ -97,53 +97,6 @@ def test_decode_batch_binary_search_finds_the_least_root():
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
 
 
-def _window_sums(q: Repairman) -> Repairman:
-    """The queue with its closed forms off: every population by its window sum."""
-    q._single_server = lambda r, h, z, pw, wq: np.zeros(len(r), bool)
-    q._closed_form = lambda r, h, pw, wq, todo: np.zeros(len(r), bool)
-    return q
-
-
-def test_many_server_queue_closed_form_matches_the_sum():
-    rng = np.random.default_rng(3)
-    size = 3000
-    n = np.round(10 ** rng.uniform(0.3, 5, size))
-    n[::7] += 0.375  # users shared among replicas: fractional populations take the window
-    c = np.maximum(1, np.round(n * 10 ** rng.uniform(-2.5, 0.1, size)))
-    hold, think = 10 ** rng.uniform(-1, 2, size), 10 ** rng.uniform(-1, 3, size)
-    q = Repairman(n, c)
-    pw, wq = q(think, hold)
-    ref_pw, ref_wq = _window_sums(Repairman(n, c))(think, hold)
-    np.testing.assert_allclose(pw, ref_pw, atol=1e-9)
-    np.testing.assert_allclose(wq, ref_wq, rtol=1e-7, atol=1e-9 * hold.max())
-    # most populations take the closed form (the point of it); the rest fall back
-    rows = q.rows
-    r = hold[rows] / think[rows]
-    assert (
-        q._closed_form(
-            r, hold[rows], np.zeros(r.size), np.zeros(r.size), np.ones(r.size, bool)
-        ).mean()
-        > 0.3
-    )
-    # rows left out of `only` are not computed, the others are unchanged
-    only = rng.random(size) < 0.5
-    pw2, wq2 = q(think, hold, only)
-    np.testing.assert_array_equal(pw2[only], pw[only])
-    np.testing.assert_array_equal(wq2[only], wq[only])
-
-
-def test_single_server_queue_closed_form_matches_the_sum():
-    rng = np.random.default_rng(2)
-    n = rng.integers(2, 3000, size=400).astype(float)
-    hold, think = 10 ** rng.uniform(-3, 1, size=400), 10 ** rng.uniform(-3, 2, size=400)
-    closed = Repairman(n, 1)(think, hold)
-    pw, wq = _window_sums(Repairman(n, 1))(think, hold)
-    np.testing.assert_allclose(closed[0], pw, atol=1e-10)
-    big = wq > 1e-9 * hold  # tiny waits differ only in rounding
-    np.testing.assert_allclose(closed[1][big], wq[big], rtol=1e-7)
-    np.testing.assert_allclose(closed[1][~big], wq[~big], atol=1e-8 * hold.max())
-
-
 def test_a_second_solve_reuses_capacities_and_a_new_target_does_not(tmp_path, monkeypatch):
     import planner
 
@@ -201,6 +154,26 @@ def test_the_command_line_loads_only_what_a_command_uses():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True True True"
+
+
+def test_a_solve_from_the_command_line_loads_neither_scipy_nor_pandas():
+    """Each costs a cold `planner solve` a third of a second or more: the queue's special
+    functions are numpy (estimator/special.py) and the tables are tabulate."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "two-workloads.yaml"
+    code = (
+        "import sys; from planner.cli import run; sys.argv = ['planner', 'solve', sys.argv[1]]\n"
+        "try:\n    run()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('scipy', 'pandas') if m in sys.modules), file=sys.stderr)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(scenario)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.startswith("Scenario: Chat + autocomplete")
+    assert out.stderr.strip().splitlines()[-1] == "[]"
 
 
 def test_operating_points_computed_together_equal_one_at_a_time():

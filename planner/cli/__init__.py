@@ -57,6 +57,10 @@ for _cmd in (
 def run() -> None:
     """The ``planner`` script: ``main`` with clean exits. A reader that goes away (``planner
     ... | head``) is not an error of ours: exit 0, with no traceback."""
+    # the planner's arrays are small (candidates x batch sizes): BLAS threads only spin,
+    # about 0.2 s of CPU per command. Set before numpy loads; a user's own setting stays
+    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     try:
         rv = main.main(prog_name="planner", standalone_mode=False)
     except click.ClickException as e:

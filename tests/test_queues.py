@@ -1,0 +1,111 @@
+"""The finite-source queue against its definition, summed term by term, and its special
+functions against scipy's."""
+
+import numpy as np
+import pytest
+from scipy import special as sp
+
+from estimator import special
+from estimator.queues import Repairman
+
+
+def _every_term(n: float, c: float, think: float, hold: float) -> tuple[float, float]:
+    """(P(an arrival waits), mean wait) of M/M/c//N from all N+1 terms of p_k."""
+    k = np.arange(np.floor(n) + 1)
+    served = np.minimum(k, c)
+    logp = (
+        sp.gammaln(n + 1)
+        - sp.gammaln(n - k + 1)
+        - sp.gammaln(served + 1)
+        - np.maximum(k - c, 0) * np.log(c)
+        + k * np.log(hold / think)
+    )
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    x = (served * p).sum() / hold
+    return float(p[k >= c].sum()), float((np.maximum(k - c, 0) * p).sum() / x)
+
+
+def _window_only(q: Repairman) -> Repairman:
+    q._single_server = lambda r, h, z, pw, wq: np.zeros(len(r), bool)
+    return q
+
+
+@pytest.mark.parametrize("servers", ["one", "many"])
+def test_queue_matches_every_term_summed(servers):
+    rng = np.random.default_rng(3 if servers == "many" else 2)
+    size = 300
+    n = np.round(10 ** rng.uniform(0.3, 3.7, size))
+    n[::7] += 0.375  # users shared among replicas: fractional populations
+    if servers == "one":
+        c = np.ones(size)
+    else:
+        c = np.maximum(1, np.round(n * 10 ** rng.uniform(-2.5, 0.1, size)))
+    hold, think = 10 ** rng.uniform(-2, 1, size), 10 ** rng.uniform(-2, 2.5, size)
+    pw, wq = Repairman(n, c)(think, hold)
+    for i in range(size):
+        if n[i] <= c[i]:
+            assert pw[i] == 0.0 and wq[i] == 0.0  # nobody ever waits
+            continue
+        ref_pw, ref_wq = _every_term(n[i], c[i], think[i], hold[i])
+        assert pw[i] == pytest.approx(ref_pw, abs=1e-9)
+        assert wq[i] == pytest.approx(ref_wq, rel=1e-7, abs=1e-9 * hold[i])
+
+
+def test_single_server_closed_form_matches_the_window_sum():
+    rng = np.random.default_rng(2)
+    n = rng.integers(2, 3000, size=400).astype(float)
+    hold, think = 10 ** rng.uniform(-3, 1, size=400), 10 ** rng.uniform(-3, 2, size=400)
+    q = Repairman(n, 1)
+    closed = q(think, hold)
+    r = hold / think
+    taken = q._single_server(r, hold, think, np.zeros(400), np.zeros(400))
+    assert taken.mean() > 0.3  # most populations take the closed form (the point of it)
+    pw, wq = _window_only(Repairman(n, 1))(think, hold)
+    np.testing.assert_allclose(closed[0], pw, atol=1e-10)
+    big = wq > 1e-9 * hold  # tiny waits differ only in rounding
+    np.testing.assert_allclose(closed[1][big], wq[big], rtol=1e-7)
+    np.testing.assert_allclose(closed[1][~big], wq[~big], atol=1e-8 * hold.max())
+
+
+def test_rows_not_asked_for_read_zero_and_the_others_do_not_change():
+    rng = np.random.default_rng(4)
+    n = np.round(10 ** rng.uniform(0.5, 4, 500))
+    c = np.maximum(1, np.round(n * 10 ** rng.uniform(-2, 0, 500)))
+    hold, think = 10 ** rng.uniform(-1, 1, 500), 10 ** rng.uniform(0, 2, 500)
+    q = Repairman(n, c)
+    pw, wq = q(think, hold)
+    only = rng.random(500) < 0.5
+    pw2, wq2 = q(think, hold, only)
+    np.testing.assert_array_equal(pw2[only], pw[only])
+    np.testing.assert_array_equal(wq2[only], wq[only])
+    assert not pw2[~only].any() and not wq2[~only].any()
+
+
+def test_log_gamma_matches_scipy():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([10 ** rng.uniform(-300, -1, 500), 10 ** rng.uniform(-1, 7, 20000)])
+    x = np.concatenate([x, np.arange(1.0, 200.0), [0.5, 1.0, 2.0, 8.0]])
+    ref = sp.gammaln(x)
+    np.testing.assert_allclose(special.gammaln(x), ref, rtol=1e-13, atol=1e-13)
+    assert special.gammaln(5.0) == pytest.approx(np.log(24.0), rel=1e-15)
+
+
+def test_upper_incomplete_gamma_matches_scipy():
+    rng = np.random.default_rng(1)
+    a = 10 ** rng.uniform(-3, 5, 50000)
+    a[::3] = np.round(a[::3]) + 1  # whole populations, as the queue calls it
+    x = a * 10 ** rng.uniform(-2, 2, 50000)
+    got, ref = special.gammaincc(a, x), sp.gammaincc(a, x)
+    converged = np.isfinite(got)
+    assert converged.mean() > 0.995  # only near the transition of huge a: the window takes it
+    keep = converged & (ref > 1e-280)
+    np.testing.assert_allclose(got[keep], ref[keep], rtol=1e-9)
+    # Poisson tail by hand: Q(3, 2) = e^-2 (1 + 2 + 2) = 5 e^-2
+    assert special.gammaincc(3.0, 2.0) == pytest.approx(5 * np.exp(-2.0), rel=1e-14)
+    # the floor: values certainly below it read 0 without being computed
+    floored = special.gammaincc(a, x, floor=1e-250)
+    low = converged & (ref < 1e-260)
+    assert (floored[low] == 0).mean() > 0.9
+    high = converged & (ref > 1e-240)
+    np.testing.assert_allclose(floored[high], got[high], rtol=0)
