@@ -193,7 +193,8 @@ def solve(
     m.minimize(primary * most - served)
     if m.validate():
         m.minimize(primary)
-    solver = _solver(m, work_limit, len(required))
+    one_type = len({options[i].gpu for i in live}) == 1
+    solver = _solver(m, work_limit, len(required), one_type)
     state = solver.solve(m)
     if state not in (cpsat.OPTIMAL, cpsat.FEASIBLE):
         return _no_plan(state)
@@ -322,7 +323,7 @@ def _model():
     return cpsat.new_model()
 
 
-def _solver(model, work_limit: float, workloads: int = 1):
+def _solver(model, work_limit: float, workloads: int = 1, one_type: bool = False):
     """One worker, a fixed seed and a deterministic-time limit: byte-identical answers."""
     solver = cpsat.new_solver(model)
     solver.parameters.num_workers = 1
@@ -349,6 +350,14 @@ def _solver(model, work_limit: float, workloads: int = 1):
     # workload's model solves faster without it (0.54 vs 0.83 s)
     if workloads > 1:
         solver.parameters.linearization_level = 2
+    # one GPU type (each type's best fleet, a one-type scenario): what is left is covering
+    # the demand with replicas and packing them into whole units, integer knapsack rows that
+    # MIR and zero-half cuts close. Over the 223 such models the shipped scenarios and
+    # benchmarks solve: 0.17 -> 0.010 units of deterministic work (slowest 0.049 -> 0.003),
+    # the same optimum for each; on models of several types they cost more (0.11 -> 0.46)
+    if one_type:
+        solver.parameters.add_mir_cuts = True
+        solver.parameters.add_zero_half_cuts = True
     return solver
 
 
