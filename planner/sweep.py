@@ -233,7 +233,7 @@ def _local(
     modules loaded, its caches warm: it starts at once) and ``jobs − 1`` workers of joblib's
     loky executor (each first starts an interpreter and imports the planner, about a second
     and a half; joblib's own Parallel would run a single worker's tasks in this process)."""
-    from joblib.externals.loky import get_reusable_executor
+    from .workers import executor as local_executor
 
     work = deque(blocks(todo, 4 * jobs))  # a few blocks each: whoever is free takes the next
     # lists of points, or an error, put by the executor's threads as blocks finish
@@ -242,7 +242,7 @@ def _local(
     def take():
         return work.popleft() if work else None
 
-    executor = get_reusable_executor(max_workers=jobs - 1)
+    executor = local_executor(jobs)  # started early by the command line (workers.prestart)
     running = 0
 
     def submit() -> bool:

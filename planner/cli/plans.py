@@ -148,11 +148,15 @@ def sweep_cmd(ctx, scenario_file, sets, samples, seed, jobs, cluster, resume, fm
     """Rerun the solve for every combination of --set values (and --samples draws); one row
     per point. With --out, rows stream into OUT.partial as points finish and land in OUT
     when all are done; a progress bar shows on a terminal."""
+    if not sets and not samples:
+        raise click.UsageError("give --set KEY=V1,V2,... and/or --samples K")
+    if cluster is None:
+        from ..workers import prestart
+
+        prestart(jobs)  # the workers import the planner while this process does
     from ..render.plans import sweep_table
     from ..sweep import parse_sets, sweep
 
-    if not sets and not samples:
-        raise click.UsageError("give --set KEY=V1,V2,... and/or --samples K")
     s = sweep(
         scenario_file,
         parse_sets(sets),
