@@ -160,6 +160,16 @@ def new_solver(model) -> Any:
     return _HelperSolver() if isinstance(model, _HelperModel) else _CpModelSolver()
 
 
+def weighted_sum(exprs, coeffs):
+    """``Σ coeffs[i]·exprs[i]`` as one expression node. A Python ``sum`` of products builds
+    a node per term: about five times slower on a catalogue-wide model's 250 options."""
+    if _CMH is not None:
+        return _CMH.LinearExpr.weighted_sum(list(exprs), list(coeffs))
+    from ortools.sat.python import cp_model
+
+    return cp_model.LinearExpr.weighted_sum(list(exprs), list(coeffs))
+
+
 def search_branching(name: str):
     """A SatParameters.SearchBranching value by name (e.g. 'LP_SEARCH')."""
     if _CMH is not None:

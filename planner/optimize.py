@@ -156,8 +156,8 @@ def solve(
     for i in live:
         m.add_hint(x[i], hint[i])
     for w, idx in by_workload.items():
-        m.add(sum(options[i].capacity * x[i] for i in idx) >= required[w])
-        m.add(sum(_weight(options[i]) * x[i] for i in idx) >= floors[w])
+        m.add(_lin((options[i].capacity, x[i]) for i in idx) >= required[w])
+        m.add(_lin((_weight(options[i]), x[i]) for i in idx) >= floors[w])
     if purchases is None:
         fleet = _loose(m, options, x, limits)
     else:
@@ -186,9 +186,9 @@ def solve(
     # then the most demand served (headroom): a plan does not depend on how the solver breaks
     # ties. The last term is scaled past the largest service possible; where that could
     # overflow 64 bits (CP-SAT refuses such a model) the plan is left to the first three.
-    used = sum(o.gpus * x[i] for i, o in enumerate(options))
+    used = _lin((o.gpus, x[i]) for i, o in enumerate(options))
     primary = cost * TIE_SCALE + gpus + used
-    served = sum(o.capacity * x[i] for i, o in enumerate(options))
+    served = _lin((o.capacity, x[i]) for i, o in enumerate(options))
     most = sum(o.capacity * ub for o, ub in zip(options, ubx, strict=True)) + 1
     m.minimize(primary * most - served)
     if m.validate():
@@ -213,6 +213,12 @@ def solve(
     )
 
 
+def _lin(terms):
+    """``Σ coefficient·expression`` over ``(coefficient, expression)`` pairs, as one node."""
+    pairs = list(terms)
+    return cpsat.weighted_sum([e for _, e in pairs], [c for c, _ in pairs])
+
+
 def _bought(solver, v) -> bool:
     return not isinstance(v, int) and solver.value(v) > 0
 
@@ -234,7 +240,7 @@ class _Fleet:
 def _loose(m, options: list[Option], x, limits: Limits) -> _Fleet:
     """Loose GPUs: each replica costs its option's price; the fleet is the replicas' GPUs."""
     types = sorted({o.gpu for o in options})
-    counts = {g: sum(o.gpus * x[i] for i, o in enumerate(options) if o.gpu == g) for g in types}
+    counts = {g: _lin((o.gpus, x[i]) for i, o in enumerate(options) if o.gpu == g) for g in types}
     use = {g: m.new_bool_var(f"use_{g}") for g in types}
     for i, o in enumerate(options):
         m.add(x[i] == 0).only_enforce_if(use[o.gpu].negated())
@@ -244,8 +250,10 @@ def _loose(m, options: list[Option], x, limits: Limits) -> _Fleet:
         for g in types:
             if g in limits.available:
                 m.add(counts[g] <= limits.available[g])
-    cost = sum(o.cost * x[i] for i, o in enumerate(options)) + limits.type_cost * sum(use.values())
-    power = sum(o.power_w * x[i] for i, o in enumerate(options))
+    cost = _lin((o.cost, x[i]) for i, o in enumerate(options)) + limits.type_cost * sum(
+        use.values()
+    )
+    power = _lin((o.power_w, x[i]) for i, o in enumerate(options))
     return _Fleet(use, cost, power, sum(counts.values()), counts)
 
 
@@ -284,14 +292,14 @@ def _units(m, options, live, x, ubx, buys, by_type_buys, limits: Limits) -> _Fle
             t = 1
             while t <= sizes[-1]:
                 m.add(
-                    sum(options[i].gpus * x[i] for i in opts if options[i].gpus >= t)
-                    <= sum(buys[j].gpus * y[j] for j in js if buys[j].gpus >= t)
+                    _lin((options[i].gpus, x[i]) for i in opts if options[i].gpus >= t)
+                    <= _lin((buys[j].gpus, y[j]) for j in js if buys[j].gpus >= t)
                 )
                 t *= 2
         else:
             bins = {j: [] for j in js}
             for s in sorted({options[i].gpus for i in opts}):
-                same = sum(x[i] for i in opts if options[i].gpus == s)
+                same = _lin((1, x[i]) for i in opts if options[i].gpus == s)
                 for j in js:
                     z = m.new_int_var(0, max(ubx[i] for i in opts) * (s // buys[j].gpus + 1), "z")
                     bins[j].append(z)
@@ -306,16 +314,18 @@ def _units(m, options, live, x, ubx, buys, by_type_buys, limits: Limits) -> _Fle
         for j in js:
             m.add(y[j] == 0).only_enforce_if(use[g].negated())
         m.add(sum(y[j] for j in js) >= 1).only_enforce_if(use[g])
-        counts[g] = sum(buys[j].gpus * y[j] for j in js)
+        counts[g] = _lin((buys[j].gpus, y[j]) for j in js)
         if limits.available and g in limits.available:
-            owned = sum(buys[j].gpus * (y[j] + spare[j]) for j in js)
+            owned = _lin((buys[j].gpus, y[j] + spare[j]) for j in js)
             m.add(owned <= limits.available[g])
     owned = [y[j] + spare[j] for j in range(len(buys))]
-    cost = sum(b.cost * owned[j] for j, b in enumerate(buys)) + limits.type_cost * sum(use.values())
-    power = sum(b.power_w * owned[j] for j, b in enumerate(buys))
+    cost = _lin((b.cost, owned[j]) for j, b in enumerate(buys)) + limits.type_cost * sum(
+        use.values()
+    )
+    power = _lin((b.power_w, owned[j]) for j, b in enumerate(buys))
     if limits.max_rack_units is not None:
-        m.add(sum(b.rack_units * owned[j] for j, b in enumerate(buys)) <= limits.max_rack_units)
-    gpus = sum(b.gpus * owned[j] for j, b in enumerate(buys))
+        m.add(_lin((b.rack_units, owned[j]) for j, b in enumerate(buys)) <= limits.max_rack_units)
+    gpus = _lin((b.gpus, owned[j]) for j, b in enumerate(buys))
     return _Fleet(use, cost, power, gpus, counts, y, spare)
 
 
@@ -411,8 +421,8 @@ def _cover(
 ) -> tuple[int, tuple[int, ...]]:
     m = _model()
     x = [m.new_int_var(0, -(-need // c), f"x{i}") for i, c in enumerate(caps)]
-    m.add(sum(c * v for c, v in zip(caps, x, strict=True)) >= need)
-    m.minimize(sum(wt * v for wt, v in zip(weights, x, strict=True)))
+    m.add(cpsat.weighted_sum(x, caps) >= need)
+    m.minimize(cpsat.weighted_sum(x, weights))
     solver = _solver(m, WORK_LIMIT)
     if solver.solve(m) != cpsat.OPTIMAL:
         return 0, tuple(0 for _ in caps)  # no proven floor: 0 is still a valid bound
