@@ -124,6 +124,7 @@ class Case:
     # the harness's arrival pattern: the published closed-loop sweeps are synthetic (all
     # clients start together, fixed lengths, no think time): they arrive in waves
     arrivals: str = "waves"
+    frontend: str = ""  # the serving front end (see frontend_of); "" is the engine's own
     dec: Parts | None = None
     pre: Parts | None = None
 
@@ -158,6 +159,36 @@ SAME_PUBLISHER = {
     "github:vngcloud/InferenceX-app": "github:SemiAnalysisAI/InferenceX",
     "github:SemiAnalysisAI/InferenceX-app": "github:SemiAnalysisAI/InferenceX",
 }
+
+
+# The front end a row's requests pass through owns the serving stack's own time to a first
+# token (HTTP, tokenising, admission, streaming). Harnesses that call the runtime in-process
+# (MLPerf's LoadGen harnesses, TensorRT-LLM's C++ benchmarks, trtllm-bench, offline engines)
+# have none; NIM puts its own API server in front of TensorRT-LLM (its TTFTs at one client are
+# the prefill plus ~5 ms, where trtllm-serve's are the prefill plus 60-150 ms); every other
+# row goes through the engine's own server (vllm serve, sglang.launch_server, trtllm-serve).
+IN_PROCESS = (
+    "mlperf",
+    "gptsession",
+    "tensorrt 9.1",
+    "static batch",
+    "static-batch",
+    "trtllm-bench",
+    "offline",
+    "benchmark_latency",
+    "benchmark_throughput",
+)
+NO_FRONTEND = "none"
+
+
+def frontend_of(framework: str, engine: str) -> str:
+    """The serving front end of a row measured with ``framework`` on ``engine``."""
+    fw = framework.lower()
+    if "nim" in fw.split("(")[0].split():
+        return "nim"
+    if any(k in fw for k in IN_PROCESS):
+        return NO_FRONTEND
+    return engine
 
 
 def source_key(src: str) -> str:
@@ -310,6 +341,7 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         assumptions=assumptions,
         precision=ev.precision,
         ev=ev,
+        frontend=frontend_of(row.get("framework", ""), engine),
     )
     ctx = isl + osl / 2
     case.dec = _decompose(ev, ev1, lambda e: e.decode_step(b, ctx))

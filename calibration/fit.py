@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from estimator.efficiency import efficiency_for
+from estimator.engines import ENGINES
 from estimator.files import atomic_write_text
 
 from . import display_name
 from .batch import Batch
-from .cases import Case, load_rows, prepare
+from .cases import NO_FRONTEND, Case, load_rows, prepare
 from .params import GLOBAL, Params
 
 
@@ -57,6 +58,27 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     from scipy.optimize import least_squares
 
     use = [c for c in cases if c.fit]
+    # the serving stack's own time to a first token, per front end (an engine's own server,
+    # NIM's; in-process harnesses have none): fitted where its TTFTs come from two sources
+    # or more (one source's could be its harness, not the stack). A TTFT through a front end
+    # without a fitted time carries a term the model has not got: it stays out of the fit
+    # (it would put that time into factors every model uses), and is still scored. (Fitting
+    # NIM's time on its one source instead, as an offset of its own rows, cross-validates
+    # worse: all 22.2% vs 20.0%, throughput 20.0% vs 17.9%.)
+    ttft_src: dict[str, Counter] = {}
+    for c in use:
+        if c.metric == "ttft_ms" and c.frontend != NO_FRONTEND:
+            ttft_src.setdefault(_frontend(c), Counter())[c.source_key] += 1
+    req_engs = sorted(
+        e
+        for e, n in ttft_src.items()
+        if sum(n.values()) >= MIN_TTFT_ROWS_PER_ENGINE and sum(k >= 2 for k in n.values()) >= 2
+    )
+    use = [
+        c
+        for c in use
+        if c.metric != "ttft_ms" or c.frontend == NO_FRONTEND or _frontend(c) in req_engs
+    ]
     batch = Batch(use)
     counts: dict[str, int] = {}
     for c in use:
@@ -104,17 +126,6 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     shared = sum(n for e, n in eng_rows.items() if e not in engs) >= MIN_ROWS_PER_ENGINE
     shared = shared or not engs  # no engine has enough rows of its own: one shared pair
     glob = GLOBAL if shared else GLOBAL[:2]
-    # the serving stack's own time to a first token, per engine: fitted where the engine's
-    # TTFTs come from two sources or more (one source's could be its harness, not the stack)
-    ttft_src: dict[str, Counter] = {}
-    for c in use:
-        if c.metric == "ttft_ms":
-            ttft_src.setdefault(c.ev.engine.name, Counter())[c.source_key] += 1
-    req_engs = sorted(
-        e
-        for e, n in ttft_src.items()
-        if sum(n.values()) >= MIN_TTFT_ROWS_PER_ENGINE and sum(k >= 2 for k in n.values()) >= 2
-    )
 
     def unpack(x: np.ndarray) -> Params:
         d = {f: (x[m], x[c] if c is not None else None) for f, (m, c) in slot.items()}
@@ -187,7 +198,7 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
         names += [f"{f}.memory"] + ([f"{f}.compute"] if f in own_c else [])
     names += [f"{f}.compute_at.{q}" for f, q in extra]
     names += list(glob) + [f"engines.{e}.{k}" for e in engs for k in GLOBAL[2:]]
-    names += [f"engines.{e}.request_overhead_ms" for e in req_engs]
+    names += [f"{_frontend_home(e)}.{e}.request_overhead_ms" for e in req_engs]
     at_bound = [
         n for n, x, a, b in zip(names, res.x, lo, hi, strict=True) if x <= a + 1e-6 or x >= b - 1e-6
     ]
@@ -248,6 +259,16 @@ def cross_validate(cases: list[Case]) -> np.ndarray:
         held = [cases[i] for i in test_idx]
         pred[test_idx] = score(held, p, Batch(held).predict(p))
     return pred
+
+
+def _frontend(c: Case) -> str:
+    return c.frontend or c.ev.engine.name
+
+
+def _frontend_home(frontend: str) -> str:
+    """Where a front end's fitted request time is written: an engine's own server under
+    ``engines``, another front end under ``frontends``."""
+    return "engines" if frontend in ENGINES else "frontends"
 
 
 def finite(x: float) -> float | None:
@@ -332,8 +353,15 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
                 **({"request_overhead_ms": r4(params.requests[e])} if e in params.requests else {}),
                 "rows": sum(1 for c in cases if c.fit and c.ev.engine.name == e),
             }
-            for e in sorted({*params.engines, *params.requests})
+            for e in sorted({*params.engines, *(f for f in params.requests if f in ENGINES)})
         },
+        # front ends other than the engines' own servers (calibration.cases.frontend_of),
+        # where fitted: what a row measured through them carries; sizing uses the engine's
+        **(
+            {"frontends": {f: {"request_overhead_ms": r4(v)} for f, v in others.items()}}
+            if (others := {f: v for f, v in params.requests.items() if f not in ENGINES})
+            else {}
+        ),
         "links": {"nic_latency_us": 8.0},
         # quantiles of measured / predicted from the leave-one-source-out predictions, by
         # kind of number and GPU family (>= 20 rows), for the bands every estimate carries
@@ -355,8 +383,10 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# cost per layer per step (kernel launches and gaps); step_overhead_ms: per engine step;\n"
         "# seq_overhead_us: host work per running sequence per step (sampling, scheduling);\n"
         "# engines: those two for each serving engine with enough rows (the defaults' serve\n"
-        "# the others), and request_overhead_ms, the serving stack's own time to a first token\n"
-        "# where the engine's TTFTs come from two sources or more (0 elsewhere).\n"
+        "# the others), and request_overhead_ms, the time its own server (vllm serve,\n"
+        "# sglang.launch_server, trtllm-serve) adds to a first token, where that server's TTFTs\n"
+        "# come from two sources or more (0 elsewhere); frontends: the same for other front\n"
+        "# ends (NIM's), fitted on the same rule, used only to score their rows.\n"
         "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
         "# family_engines: host time per decoder layer per decoding step (layer_us) and per\n"
         "# running sequence (layer_seq_us) of the eager speech engines, fitted on their runs\n"

@@ -23,7 +23,8 @@ class Params:
     engines: dict[str, tuple[float, float]] = field(default_factory=dict)
     # family -> calibration-shaped compute groups (compute_precision, rows, compute_at)
     groups: dict[str, dict] = field(default_factory=dict)
-    # engine -> the serving stack's own time to a first token, ms (0 for the others)
+    # serving front end (an engine's own server, or another: calibration.cases.frontend_of)
+    # -> the serving stack's own time to a first token, ms (0 for the others)
     requests: dict[str, float] = field(default_factory=dict)
 
     def eff(self, family: str) -> tuple[float, float]:
@@ -41,8 +42,8 @@ class Params:
     def host(self, engine: str) -> tuple[float, float]:
         return self.engines.get(engine, (self.step_overhead_ms, self.seq_overhead_us))
 
-    def request(self, engine: str) -> float:
-        return self.requests.get(engine, 0.0)
+    def request(self, frontend: str) -> float:
+        return self.requests.get(frontend, 0.0)
 
 
 def current_params(families: list[str]) -> Params:
@@ -61,6 +62,8 @@ def current_params(families: list[str]) -> Params:
             engines[n] = (h.step_overhead_ms, h.seq_overhead_us)
         if h.request_overhead_ms > 0:
             requests[n] = h.request_overhead_ms
+    for n, entry in (calibration().get("frontends") or {}).items():
+        requests[n] = float(entry.get("request_overhead_ms", 0.0))
     cal = (calibration().get("families") or {}).items()
     groups = {
         f: {k: v for k, v in g.items() if k not in ("memory", "compute")}

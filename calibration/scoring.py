@@ -16,7 +16,7 @@ from .cases import Case
 
 
 def efficiency_of(
-    params, family: str, engine: str = "", precision: str | None = None
+    params, family: str, engine: str = "", precision: str | None = None, frontend: str = ""
 ) -> Efficiency:
     m, _ = params.eff(family)
     c = params.compute(family, precision)
@@ -29,13 +29,13 @@ def efficiency_of(
         layer_overhead_us=params.layer_overhead_us,
         step_overhead_ms=step,
         seq_overhead_us=seq,
-        request_overhead_ms=params.request(engine),
+        request_overhead_ms=params.request(frontend or engine),
     )
 
 
 def closed_loop(case: Case, params) -> float:
     """The row's metric from the sizing model's load point (nan if it cannot be evaluated)."""
-    eff = efficiency_of(params, case.family, case.ev.engine.name, case.precision)
+    eff = efficiency_of(params, case.family, case.ev.engine.name, case.precision, case.frontend)
     ev = case.ev.with_efficiency(eff)
     try:
         opts = ServingOptions(arrivals=case.arrivals)

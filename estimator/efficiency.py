@@ -24,8 +24,9 @@ class Efficiency:
     step_overhead_ms: float
     seq_overhead_us: float
     # the serving stack's own time from a request's arrival to its first token beyond the
-    # GPU's work (HTTP, tokenising, admission, streaming the token back); fitted per engine
-    # from published TTFTs of lone requests, 0 where an engine has too few
+    # GPU's work (HTTP, tokenising, admission, streaming the token back): the engine's own
+    # server's (vllm serve, sglang.launch_server, trtllm-serve), fitted from TTFTs measured
+    # through it (calibration.cases.frontend_of), 0 where it has too few
     request_overhead_ms: float = 0.0
 
 
