@@ -167,6 +167,11 @@ SAME_PUBLISHER = {
 # have none; NIM puts its own API server in front of TensorRT-LLM (its TTFTs at one client are
 # the prefill plus ~5 ms, where trtllm-serve's are the prefill plus 60-150 ms); every other
 # row goes through the engine's own server (vllm serve, sglang.launch_server, trtllm-serve).
+# Serving runtimes whose scheduler is C++ with a KV budget taken from the memory left after
+# the weights: TensorRT-LLM (and NIM over it); LMDeploy's TurboMind (cache_max_entry_count of
+# free memory, its batch loop in C++) has too few rows for host costs of its own, and shares
+# TensorRT-LLM's rather than a Python scheduler's
+CPP_RUNTIMES = ("trt", "nim", "tensorrt", "turbomind")
 IN_PROCESS = (
     "mlperf",
     "gptsession",
@@ -272,9 +277,7 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         assumptions.append("attention data-parallel (enable_attention_dp)")
     fw = row.get("framework", "").lower()
     engine = (
-        "trtllm"
-        if ("trt" in fw or "nim" in fw or "tensorrt" in fw)
-        else ("sglang" if "sglang" in fw else "vllm")
+        "trtllm" if any(k in fw for k in CPP_RUNTIMES) else ("sglang" if "sglang" in fw else "vllm")
     )
     isl, osl = _int(row.get("isl")), _int(row.get("osl"))
     if not isl or not osl:
