@@ -30,7 +30,7 @@ class Batch:
         self.kind = np.array([c.kind for c in cases])
         self.metric = np.array([c.metric for c in cases])
         self.engine = [c.ev.engine.name for c in cases]
-        self.frontend = [c.frontend or c.ev.engine.name for c in cases]
+        self.server = [c.server for c in cases]
         pairs = [(c.family, c.precision) for c in cases]
         self.pairs = sorted(set(pairs))
         self.pair_of = np.array([self.pairs.index(q) for q in pairs], int)
@@ -64,7 +64,7 @@ class Batch:
                     self.clients[i],
                     osl,
                     self.b[i],
-                    request_s=p.request(self.frontend[i]) * 1e-3,
+                    request_s=p.request(self.server[i]) * 1e-3,
                 )
                 tok = self.rep[i] * float(lt.output_tokens_per_s)
                 tpot, ttft = float(lt.tpot_s), float(lt.ttft_mean_s)

@@ -128,6 +128,11 @@ class Case:
     dec: Parts | None = None
     pre: Parts | None = None
 
+    @property
+    def server(self) -> str:
+        """The front end whose request time the row carries (the engine's own by default)."""
+        return self.frontend or self.ev.engine.name
+
 
 @dataclass
 class Skipped:

@@ -68,16 +68,14 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     ttft_src: dict[str, Counter] = {}
     for c in use:
         if c.metric == "ttft_ms" and c.frontend != NO_FRONTEND:
-            ttft_src.setdefault(_frontend(c), Counter())[c.source_key] += 1
+            ttft_src.setdefault(c.server, Counter())[c.source_key] += 1
     req_engs = sorted(
         e
         for e, n in ttft_src.items()
         if sum(n.values()) >= MIN_TTFT_ROWS_PER_ENGINE and sum(k >= 2 for k in n.values()) >= 2
     )
     use = [
-        c
-        for c in use
-        if c.metric != "ttft_ms" or c.frontend == NO_FRONTEND or _frontend(c) in req_engs
+        c for c in use if c.metric != "ttft_ms" or c.frontend == NO_FRONTEND or c.server in req_engs
     ]
     batch = Batch(use)
     counts: dict[str, int] = {}
@@ -259,10 +257,6 @@ def cross_validate(cases: list[Case]) -> np.ndarray:
         held = [cases[i] for i in test_idx]
         pred[test_idx] = score(held, p, Batch(held).predict(p))
     return pred
-
-
-def _frontend(c: Case) -> str:
-    return c.frontend or c.ev.engine.name
 
 
 def _frontend_home(frontend: str) -> str:

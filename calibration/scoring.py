@@ -16,8 +16,10 @@ from .cases import Case
 
 
 def efficiency_of(
-    params, family: str, engine: str = "", precision: str | None = None, frontend: str = ""
+    params, family: str, engine: str = "", precision: str | None = None, server: str = ""
 ) -> Efficiency:
+    """The row's factors; ``server``: the front end whose request time it carries (the
+    engine's own when empty)."""
     m, _ = params.eff(family)
     c = params.compute(family, precision)
     step, seq = params.host(engine)
@@ -29,13 +31,13 @@ def efficiency_of(
         layer_overhead_us=params.layer_overhead_us,
         step_overhead_ms=step,
         seq_overhead_us=seq,
-        request_overhead_ms=params.request(frontend or engine),
+        request_overhead_ms=params.request(server or engine),
     )
 
 
 def closed_loop(case: Case, params) -> float:
     """The row's metric from the sizing model's load point (nan if it cannot be evaluated)."""
-    eff = efficiency_of(params, case.family, case.ev.engine.name, case.precision, case.frontend)
+    eff = efficiency_of(params, case.family, case.ev.engine.name, case.precision, case.server)
     ev = case.ev.with_efficiency(eff)
     try:
         opts = ServingOptions(arrivals=case.arrivals)
