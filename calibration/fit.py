@@ -52,10 +52,21 @@ MIN_ROWS_PER_ENGINE = 30
 MIN_TTFT_ROWS_PER_ENGINE = 10
 
 
-def fit(cases: list[Case]) -> tuple[Params, dict]:
+def fit(cases: list[Case], pinned: dict[str, float] | None = None) -> tuple[Params, dict]:
     """Least squares on log(predicted/measured) over the fit-eligible cases, with bounds
-    that keep every factor physical (efficiencies in (0, 1], overheads >= 0)."""
+    that keep every factor physical (efficiencies in (0, 1], overheads >= 0).
+
+    ``pinned``: GPU family -> its memory share measured at kernel level (by default the
+    weight-streaming GEMMs of :mod:`calibration.kernel_bandwidth`): not fitted on end-to-end
+    rows, where it trades off against the per-layer overhead (one source's batch-1 decodes
+    put Hopper's at 0.99 of the datasheet, beyond what any GEMM streams); families with such
+    data and no rows of their own get it too."""
     from scipy.optimize import least_squares
+
+    if pinned is None:
+        from .kernel_bandwidth import memory_shares
+
+        pinned = {f: v["memory"] for f, v in memory_shares().items()}
 
     use = [c for c in cases if c.fit]
     # the serving stack's own time to a first token, per front end (an engine's own server,
@@ -77,6 +88,19 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     use = [
         c for c in use if c.metric != "ttft_ms" or c.frontend == NO_FRONTEND or c.server in req_engs
     ]
+    # each source one vote: its rows share its setup (harness, engine build and flags, the
+    # publisher's tuning), one piece of evidence, not n. Weighted by rows, the two largest
+    # (TensorRT-LLM's perf overview, NIM's sweep: 56% of the rows) set the factors every
+    # other setup is predicted with. With the kernel-pinned memory shares, leave-one-source-
+    # out: all 19.8 -> 16.2%, throughput 18.0 -> 14.6%, per-token 20.7 -> 11.0%, TTFT
+    # 34.2 -> 39.4% (weights 1/sqrt(rows), or Kish's at the residuals' 0.1 intraclass
+    # correlation, land in between)
+    per_src = Counter(c.source_key for c in use)
+    vote = np.array([1.0 / per_src[c.source_key] for c in use])
+    votes = Counter()  # each family's share of the votes: what averages over families weigh
+    for c, v in zip(use, vote, strict=True):
+        votes[c.family] += v
+
     batch = Batch(use)
     counts: dict[str, int] = {}
     for c in use:
@@ -84,7 +108,7 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     fams = sorted(f for f, n in counts.items() if n >= MIN_ROWS_PER_FAMILY)
     # The defaults (for families without enough data) are fitted only on rows of such
     # families, when those rows are enough to fit two factors (MIN_ROWS_PER_FAMILY together);
-    # otherwise they are the row-weighted mean of the fitted families (two A100 rows must
+    # otherwise they are the vote-weighted mean of the fitted families (two A100 rows must
     # not set the efficiency of every GPU without its own data).
     own_default = sum(n for f, n in counts.items() if f not in fams) >= MIN_ROWS_PER_FAMILY
     nd = 2 if own_default else 0
@@ -93,8 +117,10 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     own_c = {f for f in fams if sum(_informs_compute(c) for c in use if c.family == f) >= 10}
     slot, k = {}, nd
     for f in fams:
-        slot[f] = (k, k + 1 if f in own_c else None)
-        k += 2 if f in own_c else 1
+        m = None if f in pinned else k
+        k += m is not None
+        slot[f] = (m, k if f in own_c else None)
+        k += f in own_c
     n_fam = k
     # a family's compute factor holds at one precision (its rows' majority); another
     # precision gets its own where enough rows of dense models from two sources or more
@@ -126,11 +152,14 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
     glob = GLOBAL if shared else GLOBAL[:2]
 
     def unpack(x: np.ndarray) -> Params:
-        d = {f: (x[m], x[c] if c is not None else None) for f, (m, c) in slot.items()}
+        d = {
+            f: (pinned[f] if m is None else x[m], x[c] if c is not None else None)
+            for f, (m, c) in slot.items()
+        }
         if own_default:
             d["default"] = (x[0], x[1])
         else:
-            w = np.array([counts[f] for f in fams], float)
+            w = np.array([votes[f] for f in fams], float)
             shipped = efficiency_for("__none__")  # too few rows to fit any family: these hold
             mem = float(np.average([d[f][0] for f in fams], weights=w)) if fams else shipped.memory
             # compute: from the families fitted on 8- and 16-bit GEMMs where there are any;
@@ -138,13 +167,15 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
             # the BF16/FP8 math a GPU without its own data runs
             pool = [f for f in fams if f in own_c and not fp4[f]] or [f for f in fams if f in own_c]
             if pool:
-                wc = np.array([counts[f] for f in pool], float)
+                wc = np.array([votes[f] for f in pool], float)
                 d["default"] = (mem, float(np.average([d[f][1] for f in pool], weights=wc)))
             else:  # no row measures compute: the shipped defaults' share holds
                 d["default"] = (mem, shipped.compute)
         for f in fams:
             if f not in own_c:
                 d[f] = (d[f][0], d["default"][1])
+        for f in pinned.keys() - d.keys():  # measured at kernel level, no rows of its own
+            d[f] = (pinned[f], d["default"][1])
         k = n_fam
         groups = {
             f: {"compute_precision": main[f], "rows": by_prec[f][main[f]], "compute_at": {}}
@@ -167,11 +198,12 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
         return Params(d, *g, hosts, groups, requests)
 
     x0, lo, hi = ([0.8, 0.6], [0.2, 0.1], [1.0, 1.0]) if own_default else ([], [], [])
-    for f in fams:  # memory, then compute where the family's rows measure it
+    for f in fams:  # memory unless measured at kernel level, then compute where measured
         own = f in own_c
-        x0 += [0.8, 0.6] if own else [0.8]
-        lo += [0.2, 0.1] if own else [0.2]
-        hi += [1.0, 1.0] if own else [1.0]
+        mem = [] if f in pinned else [0.8]
+        x0 += mem + ([0.6] if own else [])
+        lo += [0.2] * len(mem) + ([0.1] if own else [])
+        hi += [1.0] * len(mem) + ([1.0] if own else [])
     x0 += [0.6] * len(extra)
     lo += [0.1] * len(extra)
     hi += [1.0] * len(extra)
@@ -189,11 +221,15 @@ def fit(cases: list[Case]) -> tuple[Params, dict]:
         r = np.log(batch.predict(unpack(x)) / batch.measured)
         return np.nan_to_num(r, nan=3.0, posinf=3.0, neginf=-3.0)
 
-    res = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.2, x_scale="jac")
+    def loss(z):  # soft_l1 on each (unweighted) residual, times its row's vote
+        s = np.sqrt(1.0 + z)
+        return np.vstack([vote * 2.0 * (s - 1.0), vote / s, -0.5 * vote / (s * (1.0 + z))])
+
+    res = least_squares(resid, x0, bounds=(lo, hi), loss=loss, f_scale=0.2, x_scale="jac")
     p = unpack(res.x)
     names = [f"default.{k}" for k in ("memory", "compute")] if own_default else []
     for f in fams:
-        names += [f"{f}.memory"] + ([f"{f}.compute"] if f in own_c else [])
+        names += ([] if f in pinned else [f"{f}.memory"]) + ([f"{f}.compute"] if f in own_c else [])
     names += [f"{f}.compute_at.{q}" for f, q in extra]
     names += list(glob) + [f"engines.{e}.{k}" for e in engs for k in GLOBAL[2:]]
     names += [f"{_frontend_home(e)}.{e}.request_overhead_ms" for e in req_engs]
@@ -276,9 +312,12 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
 
     import yaml
 
+    from . import shipped_dir
     from .bands import error_bands
+    from .kernel_bandwidth import FILE as KERNEL_FILE
     from .scoring import score
 
+    kernel_file = shipped_dir() / KERNEL_FILE  # the memory shares the fit pins
     rows = load_rows(paths)
     cases = [c for c in (prepare(i, r) for i, r in enumerate(rows)) if isinstance(c, Case)]
     params, info = fit(cases)
@@ -318,7 +357,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
                 "file": display_name(p),
                 "sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16],
             }
-            for p in paths
+            for p in [*paths, kernel_file]
         ],
         "rows_evaluated": len(cases),
         "rows_in_fit": info["rows"],
@@ -370,9 +409,11 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# Efficiency factors: the achieved share of datasheet peaks. The ONE place they live.\n"
         "# Written by `planner calibrate --write` (calibration/fit.py): a bounded, robust\n"
         "# least-squares fit of log(predicted/measured) over the published measurements in the\n"
-        "# inputs below; families with fewer than 15 rows use the defaults. Do not edit by hand:\n"
-        "# change the physics or the data and refit.\n"
-        "# memory/compute: achieved share of peak HBM bandwidth / dense FLOPS.\n"
+        "# inputs below, each source's rows sharing one weight; families with fewer than 15\n"
+        "# rows use the defaults. Do not edit by hand: change the physics or the data and refit.\n"
+        "# memory/compute: achieved share of peak HBM bandwidth / dense FLOPS. The memory share\n"
+        "# of a family with kernel-level data is not fitted: it is the bandwidth its GPUs'\n"
+        "# weight-streaming GEMMs reach (calibration/data/kernel_bandwidth.csv).\n"
         "# collective_base_us: fixed start-up latency per collective; layer_overhead_us: fixed\n"
         "# cost per layer per step (kernel launches and gaps); step_overhead_ms: per engine step;\n"
         "# seq_overhead_us: host work per running sequence per step (sampling, scheduling);\n"
@@ -393,12 +434,10 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
 
     def write() -> None:
         text = header + yaml.safe_dump(doc, sort_keys=False)
-        atomic_write_text(target, text, inputs=tuple(paths))
+        atomic_write_text(target, text, inputs=(*paths, kernel_file))
         calibration.cache_clear()
 
     write()  # the engines' host times are fitted on top of the GPU times just written
-    from . import shipped_dir
-
     doc["family_engines"] = fit_family_engines(all_cases()[0])
     doc["family_engine_inputs"] = [
         {"file": display_name(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16]}
@@ -423,14 +462,8 @@ def _sources(cases: list[Case], family: str, precision: str, least: int = 5) -> 
 
 
 def _slim(s: dict | None) -> dict | None:
-    if not s:
-        return None
-    return {
-        "n": s["n"],
-        "median_abs_pct": round(s["median_abs_pct"], 2),
-        "p90_abs_pct": round(s["p90_abs_pct"], 2),
-        "bias_pct": round(s["bias_pct"], 2),
-    }
+    keys = ("median_abs_pct", "p90_abs_pct", "bias_pct")
+    return {"n": s["n"], **{k: round(s[k], 2) for k in keys}} if s else None
 
 
 def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:

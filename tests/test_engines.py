@@ -116,7 +116,9 @@ def test_scenario_takes_the_engine_knobs(tmp_path):
     def seats(knobs):
         p = tmp_path / "s.yaml"
         p.write_text(base.format(knobs=knobs))
-        return solve(load_scenario(p)).to_dict()["plan"][0]["seats_per_replica"]
+        row = solve(load_scenario(p)).to_dict()["plan"][0]
+        # per GPU: more memory for KV can let a smaller replica fit, which the solver prefers
+        return row["seats_per_replica"] / row["gpus_per_replica"]
 
     low = seats("    gpu_memory_utilization: 0.7\n    max_model_len: 4096\n")
     high = seats("    gpu_memory_utilization: 0.95\n    max_model_len: 4096\n")
