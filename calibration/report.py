@@ -148,7 +148,11 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         f"Calibration: `estimator/calibration.yaml`, status `{cal.get('status')}`, fitted on "
         f"{cal.get('fitted_on')}, by `{cal.get('command', 'n/a')}`. The headline error is the "
         "**leave-one-source-out** cross-validated one: each source's rows are predicted with "
-        "factors fitted on the other sources only.",
+        "factors fitted on the other sources only. The fit gives each source one vote (its "
+        "rows share one weight), and the memory share of each GPU family with kernel-level "
+        "data is not fitted but pinned to the bandwidth its weight-streaming GEMMs measure "
+        "(`calibration/data/kernel_bandwidth.csv`, from NVIDIA AIConfigurator's silicon "
+        "database).",
         "",
     ]
     for title, summ in (
