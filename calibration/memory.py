@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from estimator import EstimatorError, Evaluator, get_gpu, parallel_for
-from estimator.engines import configure
+from estimator.engines import at_version, configure
+from estimator.engines import engine as engine_named
 from estimator.resolve import weights_for
 
 from . import shipped_dir
@@ -81,7 +82,7 @@ def _predict(r: dict) -> MemoryRow:
         return row
     kv = "fp8" if "fp8" in r["kv_cache_dtype"].lower() else "bf16"
     engine = configure(
-        r["engine"],
+        at_version(engine_named(r["engine"]), r["engine_version"]),
         gpu_memory_utilization=frac,
         max_num_batched_tokens=int(_number(r["max_num_batched_tokens"]) or 0) or None,
         max_num_seqs=int(_number(r["max_num_seqs"]) or 0) or None,

@@ -14,6 +14,7 @@ each computed the way that engine computes it (``kv_budget_bytes``):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -29,6 +30,10 @@ class Engine:
     max_num_seqs: int  # most sequences the scheduler runs at once
     note: str
     max_model_len: int | None = None  # longest sequence served (None: the model's maximum)
+    # bytes per logit (dummy requests x vocabulary) at the sampler's peak in vLLM's profile
+    # run, which its KV budget subtracts. V1 (`_dummy_sampler_run`): the 16-bit logits, the
+    # sampler's fp32 copy and its fp32 probabilities, 10
+    sampler_bytes: float = 10.0
 
 
 # max_num_seqs: vLLM V1 defaults to 1024 for the API server on large GPUs (256 on small);
@@ -60,6 +65,28 @@ ENGINES: dict[str, Engine] = {
         "TensorRT-LLM: free_gpu_memory_fraction=0.9 of memory free after weights",
     ),
 }
+
+
+# vLLM's V0 engine profiles with top-p 0.99 and top-k vocabulary - 1, which takes its
+# sampler's sort path (model_executor/layers/sampler.py `_apply_top_k_top_p`): alive at its
+# peak are the 16-bit logits (2), their fp32 copy (4), the sorted values (4) and int64
+# indices (8), the top-k mask (1), the sorted probabilities (4), their cumulative sum (4),
+# the top-p mask (1) and the re-scattered logits (4): 32 bytes per logit. The four V0
+# start-up logs that print their activation peak read 31-35 (calibration/data/engine_logs.csv)
+VLLM_V0_SAMPLER_BYTES = 32.0
+
+
+def at_version(e: Engine, version: str) -> Engine:
+    """The engine as a published version of it budgets memory: vLLM before its V1 engine
+    (a log tagged V0, or a version before 0.8, when V1 became the default) samples its profile
+    run on the sort path. Other engines and versions: ``e`` unchanged."""
+    text = version.lower()
+    if e.budget != "vllm" or "v1" in text:
+        return e
+    num = re.search(r"(\d+)\.(\d+)", text)
+    if "v0" in text or (num and (int(num[1]), int(num[2])) < (0, 8)):
+        return replace(e, sampler_bytes=VLLM_V0_SAMPLER_BYTES)
+    return e
 
 
 def engine(spec: str | Engine) -> Engine:

@@ -139,11 +139,11 @@ class Evaluator:
             per_token += ACT_BYTES * m.moe.top_k * h
         if self.engine.budget == "vllm":
             # vLLM's profile run samples one token for each of its dummy requests (up to its
-            # sequence cap): their logits in 16-bit, the sampler's fp32 copy and its
-            # probabilities (V1 `_dummy_sampler_run`); its KV budget is what that peak leaves
-            # (V1 all-gathers the logits: every TP rank holds the whole vocabulary)
+            # sequence cap): the sampler's peak per logit is the engine's (Engine.
+            # sampler_bytes); its KV budget is what that peak leaves (the logits are
+            # all-gathered: every TP rank holds the whole vocabulary)
             reqs = min(self.engine.max_num_seqs, self.engine.max_num_batched_tokens)
-            logits = reqs * m.vocab_size * (2.0 + 4.0 + 4.0)
+            logits = reqs * m.vocab_size * self.engine.sampler_bytes
         else:  # fp32 logits of at most 256 sequences sampled at once
             logits = min(256, self.engine.max_num_batched_tokens) * m.vocab_size / tp * 4.0
         self.activation_bytes = self.engine.max_num_batched_tokens * per_token + logits
