@@ -67,7 +67,8 @@ ENGINES: dict[str, Engine] = {
 }
 
 
-# vLLM's V0 engine profiles with top-p 0.99 and top-k vocabulary - 1, which takes its
+# vLLM's V0 engine profiles with top-p 0.99 and top-k vocabulary - 1 (worker/model_runner.py
+# profile_run, e.g. v0.6.6.post1: "to reflect the accurate memory usage"), which takes its
 # sampler's sort path (model_executor/layers/sampler.py `_apply_top_k_top_p`): alive at its
 # peak are the 16-bit logits (2), their fp32 copy (4), the sorted values (4) and int64
 # indices (8), the top-k mask (1), the sorted probabilities (4), their cumulative sum (4),
