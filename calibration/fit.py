@@ -6,14 +6,13 @@ over all cases, so fitting and cross-validating are fast, and it is the same phy
            + collectives × collective_base + layers × layer_overhead + step_overhead
 
 The serving formulas on top (closed loop, saturated throughput) are those of
-:mod:`estimator.harness`. :func:`write_calibration` writes the one file the estimator
-reads its factors from."""
+:mod:`estimator.harness`. :func:`calibration.writer.write_calibration` writes the one file the
+estimator reads its factors from."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +20,7 @@ import numpy as np
 
 from estimator.efficiency import efficiency_for
 from estimator.engines import ENGINES
-from estimator.files import atomic_write_text
 
-from . import display_name
 from .batch import Batch
 from .cases import NO_FRONTEND, Case, load_rows, prepare
 from .params import GLOBAL, Params
@@ -305,148 +302,6 @@ def finite(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else x
 
 
-def write_calibration(paths: list[Path], date: str, target: Path | None = None) -> dict:
-    """Fit on every shipped/given row, cross-validate by source, and write the one file the
-    estimator reads its efficiency factors from."""
-    import hashlib
-
-    import yaml
-
-    from . import shipped_dir
-    from .bands import error_bands
-    from .kernel_bandwidth import FILE as KERNEL_FILE
-    from .scoring import score
-
-    kernel_file = shipped_dir() / KERNEL_FILE  # the memory shares the fit pins
-    rows = load_rows(paths)
-    cases = [c for c in (prepare(i, r) for i, r in enumerate(rows)) if isinstance(c, Case)]
-    params, info = fit(cases)
-    pred = score(cases, params, Batch(cases).predict(params))
-    cv = cross_validate(cases)
-    ins, cvs = summarise(cases, pred), summarise(cases, cv)
-
-    def r4(x):
-        return round(float(x), 4)
-
-    fams = {}
-    for f, (m, c) in params.families.items():
-        if f == "default":
-            continue
-        g = params.groups.get(f)
-        if g is None:  # its rows do not measure compute: the defaults' share holds
-            fams[f] = {"memory": r4(m)}
-            continue
-        fams[f] = {
-            "memory": r4(m),
-            "compute": r4(c),
-            "compute_precision": g.get("compute_precision"),
-            "rows": g.get("rows", 0),
-        }
-        if g.get("compute_at"):
-            fams[f]["compute_at"] = {
-                q: {"compute": r4(v["compute"]), "rows": v["rows"]}
-                for q, v in g["compute_at"].items()
-            }
-    dm, dc = params.families["default"]
-    doc = {
-        "status": "fitted",
-        "fitted_on": date,
-        "command": "planner calibrate --write",
-        "inputs": [
-            {
-                "file": display_name(p),
-                "sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16],
-            }
-            for p in [*paths, kernel_file]
-        ],
-        "rows_evaluated": len(cases),
-        "rows_in_fit": info["rows"],
-        # factors pinned at a bound are not identified by the data (or absorb missing physics)
-        "at_bounds": info["at_bounds"],
-        "defaults": {
-            "memory": r4(dm),
-            "compute": r4(dc),
-            "comm_latency_scale": 1.0,
-            "collective_base_us": r4(params.collective_base_us),
-            "layer_overhead_us": r4(params.layer_overhead_us),
-            "step_overhead_ms": r4(params.step_overhead_ms),
-            "seq_overhead_us": r4(params.seq_overhead_us),
-        },
-        "families": fams,
-        "engines": {
-            e: {
-                **(
-                    {
-                        "step_overhead_ms": r4(params.engines[e][0]),
-                        "seq_overhead_us": r4(params.engines[e][1]),
-                    }
-                    if e in params.engines
-                    else {}
-                ),
-                **({"request_overhead_ms": r4(params.requests[e])} if e in params.requests else {}),
-                "rows": sum(1 for c in cases if c.fit and c.ev.engine.name == e),
-            }
-            for e in sorted({*params.engines, *(f for f in params.requests if f in ENGINES)})
-        },
-        # front ends other than the engines' own servers (calibration.cases.frontend_of),
-        # where fitted: what a row measured through them carries; sizing uses the engine's
-        **(
-            {"frontends": {f: {"request_overhead_ms": r4(v)} for f, v in others.items()}}
-            if (others := {f: v for f, v in params.requests.items() if f not in ENGINES})
-            else {}
-        ),
-        "links": {"nic_latency_us": 8.0},
-        # quantiles of measured / predicted from the leave-one-source-out predictions, by
-        # kind of number and GPU family (>= 20 rows), for the bands every estimate carries
-        "error_bands": error_bands(cases, cv),
-        "error": {
-            "in_sample": {k: _slim(ins["metric"].get(k)) for k in METRIC_CLASSES},
-            "leave_one_source_out": {k: _slim(cvs["metric"].get(k)) for k in METRIC_CLASSES},
-        },
-    }
-    target = target or Path(str(resources.files("estimator") / "calibration.yaml"))
-    header = (
-        "# Efficiency factors: the achieved share of datasheet peaks. The ONE place they live.\n"
-        "# Written by `planner calibrate --write` (calibration/fit.py): a bounded, robust\n"
-        "# least-squares fit of log(predicted/measured) over the published measurements in the\n"
-        "# inputs below, each source's rows sharing one weight; families with fewer than 15\n"
-        "# rows use the defaults. Do not edit by hand: change the physics or the data and refit.\n"
-        "# memory/compute: achieved share of peak HBM bandwidth / dense FLOPS. The memory share\n"
-        "# of a family with kernel-level data is not fitted: it is the bandwidth its GPUs'\n"
-        "# weight-streaming GEMMs reach (calibration/data/kernel_bandwidth.csv).\n"
-        "# collective_base_us: fixed start-up latency per collective; layer_overhead_us: fixed\n"
-        "# cost per layer per step (kernel launches and gaps); step_overhead_ms: per engine step;\n"
-        "# seq_overhead_us: host work per running sequence per step (sampling, scheduling);\n"
-        "# engines: those two for each serving engine with enough rows (the defaults' serve\n"
-        "# the others), and request_overhead_ms, the time its own server (vllm serve,\n"
-        "# sglang.launch_server, trtllm-serve) adds to a first token, where that server's TTFTs\n"
-        "# come from two sources or more (0 elsewhere); frontends: the same for other front\n"
-        "# ends (NIM's), fitted on the same rule, used only to score their rows.\n"
-        "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
-        "# family_engines: host time per decoder layer per decoding step (layer_us) and per\n"
-        "# running sequence (layer_seq_us) of the eager speech engines, fitted on their runs\n"
-        "# (validation/nonllm_*.csv; calibration/family_engines.py).\n"
-    )
-    from estimator.efficiency import calibration
-
-    from .family_cases import all_cases
-    from .family_engines import fit_family_engines
-
-    def write() -> None:
-        text = header + yaml.safe_dump(doc, sort_keys=False)
-        atomic_write_text(target, text, inputs=(*paths, kernel_file))
-        calibration.cache_clear()
-
-    write()  # the engines' host times are fitted on top of the GPU times just written
-    doc["family_engines"] = fit_family_engines(all_cases()[0])
-    doc["family_engine_inputs"] = [
-        {"file": display_name(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16]}
-        for p in sorted(shipped_dir().glob("nonllm_*.csv"))
-    ]
-    write()
-    return doc
-
-
 def _informs_compute(c: Case) -> bool:
     """Whether a row's number depends on the compute share: its decode step is within 2x
     of compute-bound at unit efficiency, or it is a time to first token, or an offline run
@@ -461,11 +316,6 @@ def _sources(cases: list[Case], family: str, precision: str, least: int = 5) -> 
     return sum(1 for k in n.values() if k >= least)
 
 
-def _slim(s: dict | None) -> dict | None:
-    keys = ("median_abs_pct", "p90_abs_pct", "bias_pct")
-    return {"n": s["n"], **{k: round(s[k], 2) for k in keys}} if s else None
-
-
 def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:
     """Fit the efficiency factors (``planner calibrate``); ``write``: also write them to the
     estimator's calibration file, with the errors in and out of sample."""
@@ -475,6 +325,8 @@ def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:
 
     paths = [Path(f) for f in files] if files else shipped_files()
     if write:
+        from .writer import write_calibration
+
         doc = write_calibration(paths, datetime.date.today().isoformat())
         return {k: doc[k] for k in ("defaults", "families", "error", "rows_in_fit")}
     cases = [

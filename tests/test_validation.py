@@ -116,7 +116,9 @@ def test_missing_data_file_is_bad_input():
 
 def test_write_calibration_round_trip(tmp_path):
     target = tmp_path / "calibration.yaml"
-    doc = f.write_calibration(shipped_files(), "2000-01-01", target)
+    from calibration.writer import write_calibration
+
+    doc = write_calibration(shipped_files(), "2000-01-01", target)
     text = target.read_text()
     assert text.startswith("# Efficiency factors")
     loaded = yaml.safe_load(text)
