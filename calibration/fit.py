@@ -6,14 +6,13 @@ over all cases, so fitting and cross-validating are fast, and it is the same phy
            + collectives × collective_base + layers × layer_overhead + step_overhead
 
 The serving formulas on top (closed loop, saturated throughput) are those of
-:mod:`estimator.harness`. :func:`calibration.writer.write_calibration` writes the one file the
+:mod:`estimator.harness`. :mod:`calibration.writer` writes the one file the
 estimator reads its factors from."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +21,7 @@ from estimator.efficiency import efficiency_for
 from estimator.engines import ENGINES
 
 from .batch import Batch
-from .cases import NO_FRONTEND, Case, load_rows, prepare
+from .cases import NO_FRONTEND, Case
 from .params import GLOBAL, Params
 
 
@@ -314,34 +313,3 @@ def _sources(cases: list[Case], family: str, precision: str, least: int = 5) -> 
     """Sources with ``least`` rows or more of one family at one precision."""
     n = Counter(c.source_key for c in cases if c.family == family and c.precision == precision)
     return sum(1 for k in n.values() if k >= least)
-
-
-def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:
-    """Fit the efficiency factors (``planner calibrate``); ``write``: also write them to the
-    estimator's calibration file, with the errors in and out of sample."""
-    import datetime
-
-    from . import shipped_files
-
-    paths = [Path(f) for f in files] if files else shipped_files()
-    if write:
-        from .writer import write_calibration
-
-        doc = write_calibration(paths, datetime.date.today().isoformat())
-        return {k: doc[k] for k in ("defaults", "families", "error", "rows_in_fit")}
-    cases = [
-        c for c in (prepare(i, r) for i, r in enumerate(load_rows(paths))) if isinstance(c, Case)
-    ]
-    params, info = fit(cases)
-    return {
-        "params": {
-            "families": {k: list(map(float, x)) for k, x in params.families.items()},
-            "collective_base_us": float(params.collective_base_us),
-            "layer_overhead_us": float(params.layer_overhead_us),
-            "step_overhead_ms": float(params.step_overhead_ms),
-            "seq_overhead_us": float(params.seq_overhead_us),
-            "engines": params.engines,
-            "request_overhead_ms": params.requests,
-        },
-        "fit": info,
-    }

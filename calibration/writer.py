@@ -162,3 +162,32 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
 def _slim(s: dict | None) -> dict | None:
     keys = ("median_abs_pct", "p90_abs_pct", "bias_pct")
     return {"n": s["n"], **{k: round(s[k], 2) for k in keys}} if s else None
+
+
+def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:
+    """Fit the efficiency factors (``planner calibrate``); ``write``: also write them to the
+    estimator's calibration file, with the errors in and out of sample."""
+    import datetime
+
+    from . import shipped_files
+
+    paths = [Path(f) for f in files] if files else shipped_files()
+    if write:
+        doc = write_calibration(paths, datetime.date.today().isoformat())
+        return {k: doc[k] for k in ("defaults", "families", "error", "rows_in_fit")}
+    cases = [
+        c for c in (prepare(i, r) for i, r in enumerate(load_rows(paths))) if isinstance(c, Case)
+    ]
+    params, info = fit(cases)
+    return {
+        "params": {
+            "families": {k: list(map(float, x)) for k, x in params.families.items()},
+            "collective_base_us": float(params.collective_base_us),
+            "layer_overhead_us": float(params.layer_overhead_us),
+            "step_overhead_ms": float(params.step_overhead_ms),
+            "seq_overhead_us": float(params.seq_overhead_us),
+            "engines": params.engines,
+            "request_overhead_ms": params.requests,
+        },
+        "fit": info,
+    }

@@ -56,6 +56,6 @@ def validate_cmd(data, fmt, cv, report):
 @friendly_errors
 def calibrate_cmd(data, write):
     """Fit the efficiency factors to the measurements (least squares on log error)."""
-    from calibration import fit as calibration_fit
+    from calibration import writer
 
-    click.echo(dump(calibration_fit.calibrate(list(data), write)))
+    click.echo(dump(writer.calibrate(list(data), write)))
