@@ -86,3 +86,23 @@ def test_each_source_has_one_vote(cases):
         assert b.families[f][0] == pytest.approx(a.families[f][0], rel=1e-2), f
         assert b.families[f][1] == pytest.approx(a.families[f][1], rel=1e-2), f
     assert b.layer_overhead_us == pytest.approx(a.layer_overhead_us, rel=1e-2)
+
+
+def test_a_front_ends_time_is_what_it_adds_on_an_idle_server(cases):
+    """A front end with three one-client TTFTs or more has the median of their excess over
+    the GPU's time as its request time: after the fit their median residual is 0, whatever
+    the loaded TTFTs through it would have pulled it to."""
+    from calibration.batch import Batch
+
+    p, info = fit(cases)
+    pinned = 0
+    for e, ms in p.requests.items():
+        rows = [c for c in cases if c.fit and c.metric == "ttft_ms" and c.server == e]
+        idle = [c for c in rows if c.clients <= 1]
+        if len(idle) < 3:
+            continue
+        pinned += 1
+        resid = np.array([c.measured for c in idle]) - Batch(idle).predict(p)
+        assert abs(np.median(resid)) < 1.0, (e, ms)  # ms
+        assert 0.0 < ms < 500.0 and f"engines.{e}.request_overhead_ms" not in info["at_bounds"]
+    assert pinned >= 2  # SGLang's and trtllm-serve's
