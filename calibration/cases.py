@@ -371,3 +371,9 @@ def load_rows(paths: list[Path]) -> list[dict]:
                 row["_file"] = str(p)
                 rows.append(row)
     return rows
+
+
+def load_cases(paths: list[Path]) -> list[Case]:
+    """The rows of ``paths`` the estimator can predict, as cases (the others skipped)."""
+    prepped = (prepare(i, r) for i, r in enumerate(load_rows(paths)))
+    return [c for c in prepped if isinstance(c, Case)]

@@ -262,8 +262,11 @@ def _pin_request_times(x, lo, hi, use, batch, unpack, req_engs):
     pred = batch.predict(unpack(x))
     pinned = False
     for i, e in enumerate(req_engs):
-        rows = [j for j, c in enumerate(use) if c.metric == "ttft_ms" and c.server == e]
-        rows = [j for j in rows if use[j].clients <= 1]
+        rows = [
+            j
+            for j, c in enumerate(use)
+            if c.metric == "ttft_ms" and c.server == e and c.clients <= 1
+        ]
         if len(rows) < MIN_UNLOADED_TTFTS:
             continue
         gpu_ms = [pred[j] - x[base + i] for j in rows]

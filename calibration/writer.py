@@ -13,7 +13,7 @@ from estimator.files import atomic_write_text
 
 from . import display_name
 from .batch import Batch
-from .cases import Case, load_rows, prepare
+from .cases import load_cases
 from .fit import METRIC_CLASSES, cross_validate, fit, summarise
 
 
@@ -30,8 +30,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
     from .scoring import score
 
     kernel_file = shipped_dir() / KERNEL_FILE  # the memory shares the fit pins
-    rows = load_rows(paths)
-    cases = [c for c in (prepare(i, r) for i, r in enumerate(rows)) if isinstance(c, Case)]
+    cases = load_cases(paths)
     params, info = fit(cases)
     pred = score(cases, params, Batch(cases).predict(params))
     cv = cross_validate(cases)
@@ -176,9 +175,7 @@ def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:
     if write:
         doc = write_calibration(paths, datetime.date.today().isoformat())
         return {k: doc[k] for k in ("defaults", "families", "error", "rows_in_fit")}
-    cases = [
-        c for c in (prepare(i, r) for i, r in enumerate(load_rows(paths))) if isinstance(c, Case)
-    ]
+    cases = load_cases(paths)
     params, info = fit(cases)
     return {
         "params": {

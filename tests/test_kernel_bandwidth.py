@@ -10,7 +10,7 @@ import pytest
 
 from calibration import kernel_bandwidth as kb
 from calibration import shipped_files
-from calibration.cases import Case, load_rows, prepare
+from calibration.cases import load_cases
 from calibration.fit import fit
 from estimator.catalog import get_gpu
 from estimator.efficiency import efficiency_for
@@ -63,8 +63,7 @@ def test_the_estimator_runs_at_the_kernel_shares_even_without_rows():
 
 @pytest.fixture(scope="module")
 def cases():
-    out = [prepare(i, r) for i, r in enumerate(load_rows(shipped_files()))]
-    return [c for c in out if isinstance(c, Case)]
+    return load_cases(shipped_files())
 
 
 def test_the_fit_pins_the_memory_shares_it_is_given(cases):
