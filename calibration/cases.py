@@ -15,6 +15,7 @@ import numpy as np
 
 from estimator import EstimatorError, Evaluator, Parallel, get_gpu, get_model
 from estimator.efficiency import Efficiency, efficiency_key
+from estimator.harness import trtllm_bench_batch
 
 COLUMNS = [
     "source",
@@ -308,7 +309,9 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         )
     )
     conc = _int(row.get("concurrency_or_batch"))
-    max_b = min(int(ev.max_batch(isl + osl)), ev.max_seqs)
+    # trtllm-bench throughput sets its own batch cap from the dataset, not the engine default
+    cap = trtllm_bench_batch(ev, isl, osl) if "trtllm-bench" in fw else ev.max_seqs
+    max_b = min(int(ev.max_batch(isl + osl)), cap)
     if max_b < 1:
         return Skipped(idx, row, "does not fit in memory in the estimator")
     if conc is None:

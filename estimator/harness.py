@@ -17,6 +17,7 @@ Real users' arrivals spread in time (``estimator.load``); ``waves_point`` is the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,3 +104,45 @@ def waves_point(steps: Steps, users, percentile: float = 90.0) -> LoadPoint:
         fits=b <= c,
         stable=np.ones_like(b, bool),
     )
+
+
+# trtllm-bench's byte sizes by quantisation (its BYTES_PER_ELEM; anything else counts 2)
+_BENCH_BYTES = {"fp8": 1.0, "fp4": 0.5}
+
+
+def trtllm_bench_batch(ev, input_tokens: int, output_tokens: int, kv_fraction: float = 0.90):
+    """The ``max_batch_size`` TensorRT-LLM's ``trtllm-bench throughput`` sets itself from the
+    dataset (tensorrt_llm/bench/build/tuning.py ``calc_engine_setting`` and
+    ``finetune_setting``), not the engine's default: the requests its own estimate of the KV
+    memory holds (the GPUs' memory less the parameters, times the free-memory fraction, over
+    ``2 x attention layers x max(TP, KV heads) x head size`` bytes per token at the full
+    sequence), at most 4096 over the pipeline stages, rounded up (to 32s below 256, 128s
+    below 1024, else 256s; at least 64), and at most its ``max_num_tokens`` (that batch times
+    ``1 + input/output``, at most 32768, rounded up). That is per micro-batch (a pipeline
+    keeps one per stage in flight) and per attention-data-parallel rank, like the engine's
+    own cap (``Evaluator.max_seqs``): the replica's cap is returned."""
+    m, a = ev.model, ev.model.attention
+    gib = float(2**30)
+    params = m.total_params * _BENCH_BYTES.get(ev.wfmt.name, 2.0) / gib
+    cache = (ev.capacity / gib * ev.gpus - params) * kv_fraction
+    per_token = m.kv_bytes_per_token(_BENCH_BYTES.get(ev.kvfmt.name, 2.0)) / gib
+    if a is not None and a.kind == "gqa":
+        per_token *= max(ev.tp, a.num_kv_heads) / a.num_kv_heads  # its adjusted KV heads
+    seq = input_tokens + output_tokens
+    requests = cache / (per_token * seq) if per_token > 0 else 4096.0
+    raw = min(requests, 4096.0) / ev.pp
+    if raw < 256:
+        bs = max(64, 32 * math.ceil(raw / 32))
+    elif raw < 1024:
+        bs = 128 * math.ceil(raw / 128)
+    else:
+        bs = 256 * math.ceil(raw / 256)
+    raw_tok = min(raw * (1 + input_tokens / output_tokens), 32768.0)
+    if raw_tok < 4096:
+        tok = max(2048, 256 * math.ceil(raw_tok / 256))
+    elif raw_tok < 8192:
+        tok = 512 * math.ceil(raw_tok / 512)
+    else:
+        tok = 1024 * math.ceil(raw_tok / 1024)
+    # per micro-batch: the pipeline holds one per stage in flight
+    return min(bs, tok) * ev.pp * (ev.tp if ev.par.attention_dp else 1)

@@ -12,8 +12,9 @@ from click.testing import CliRunner
 from calibration import fit as f
 from calibration import report as rp
 from calibration import shipped_dir, shipped_files
+from estimator import Evaluator, Parallel, get_gpu, get_model
 from estimator.efficiency import calibration
-from estimator.harness import lockstep
+from estimator.harness import lockstep, trtllm_bench_batch
 from planner.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,6 +138,40 @@ def test_lockstep_waves():
     # half the clients wait one full cycle (1.1 s)
     assert float(more.ttft_mean_s) == pytest.approx(float(lt.ttft_mean_s) + 0.5 * 1.1)
     assert np.isclose(float(more.output_tokens_per_s), float(lt.output_tokens_per_s))
+
+
+def test_trtllm_bench_sets_its_own_batch_cap():
+    """trtllm-bench throughput's max_batch_size (tensorrt_llm/bench/build/tuning.py), by hand.
+    Llama-3.1-8B FP8 on one H100 (79.12 GiB as the runtime reports it): parameters
+    8,030,261,248 B = 7.4787 GiB; cache (79.12 - 7.4787) x 0.9 = 64.477 GiB; a token's FP8 KV
+    2 x 32 layers x 8 heads x 128 = 65,536 B."""
+    ev = Evaluator(
+        get_model("meta-llama/Llama-3.1-8B-Instruct"),
+        get_gpu("H100-SXM-80GB"),
+        Parallel(tp=1, pp=1, ep=1, replicas=1),
+        "fp8",
+        "fp8",
+        "trtllm",
+    )
+    # 128/2048: 64.477 / (65,536 x 2176 / 2^30) = 485.5 requests -> rounded up to 512
+    # (128s); its token cap 485.5 x (1 + 128/2048) = 516 -> the 2048 floor does not bind
+    assert trtllm_bench_batch(ev, 128, 2048) == 512
+    # 128/128: 4126.6 requests -> the 4096 cap; tokens 8192: 4096, twice the engine default
+    assert trtllm_bench_batch(ev, 128, 128) == 4096 == 2 * ev.max_seqs
+    # a pipeline: the cap is per micro-batch, one per stage in flight. Llama-3.3-70B FP4 on
+    # eight RTX PRO 6000 (94.944 GiB each), PP8, 128/128: 16,742 requests -> 4096 / 8 = 512
+    # per micro-batch, 4096 in flight
+    pp = Evaluator(
+        get_model("meta-llama/Llama-3.3-70B-Instruct"),
+        get_gpu("RTX-PRO-6000-Blackwell-Server-96GB"),
+        Parallel(tp=1, pp=8, ep=1, replicas=1),
+        "fp4",
+        "fp8",
+        "trtllm",
+    )
+    assert trtllm_bench_batch(pp, 128, 128) == 4096
+    # 128/2048: 1969.6 requests / 8 = 246.2 -> 256 (32s below 256), 2048 in flight
+    assert trtllm_bench_batch(pp, 128, 2048) == 8 * 256
 
 
 def test_docs_report_generated(tmp_path):
