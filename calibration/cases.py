@@ -192,6 +192,20 @@ IN_PROCESS = (
 NO_FRONTEND = "none"
 
 
+def engine_of(framework: str) -> str:
+    """The engine a row ran on: the earliest one its framework text names (a client or
+    harness named after it is not it: 'vLLM 0.11.2 (client: tensorrt_llm.serve...)' ran on
+    vLLM); vLLM when it names none."""
+    fw = framework.lower()
+    marks = {"trtllm": CPP_RUNTIMES, "sglang": ("sglang",), "vllm": ("vllm",)}
+    first = {
+        e: min((i for k in keys if (i := fw.find(k)) >= 0), default=len(fw) + 1)
+        for e, keys in marks.items()
+    }
+    e = min(first, key=first.__getitem__)
+    return e if first[e] <= len(fw) else "vllm"
+
+
 def frontend_of(framework: str, engine: str) -> str:
     """The serving front end of a row measured with ``framework`` on ``engine``."""
     fw = framework.lower()
@@ -282,9 +296,7 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
     if attn_dp:
         assumptions.append("attention data-parallel (enable_attention_dp)")
     fw = row.get("framework", "").lower()
-    engine = (
-        "trtllm" if any(k in fw for k in CPP_RUNTIMES) else ("sglang" if "sglang" in fw else "vllm")
-    )
+    engine = engine_of(fw)
     isl, osl = _int(row.get("isl")), _int(row.get("osl"))
     if not isl or not osl:
         return Skipped(idx, row, "variable-length dataset: input length not published")

@@ -301,6 +301,24 @@ def test_front_ends_of_published_harnesses():
     )
 
 
+def test_a_row_runs_on_the_engine_it_names_first():
+    """A harness or client named after the engine is not the engine: these rows ran on vLLM
+    (before, 'tensorrt_llm' in a client's module path made them TensorRT-LLM rows and
+    'sglang.bench_serving' an SGLang one)."""
+    from calibration.cases import engine_of
+
+    assert engine_of("vLLM 0.11.2 (client: tensorrt_llm.serve.scripts.benchmark_serving)") == (
+        "vllm"
+    )
+    assert engine_of("vllm 0.6.0 with --num-scheduler-steps 10 (sglang.bench_serving)") == "vllm"
+    inferencex = "SGLang v0.5.7 (InferenceX harness, benchmark_serving.py --backend vllm)"
+    assert engine_of(inferencex) == "sglang"
+    assert engine_of("TensorRT-LLM 1.3.0rc14 (trtllm-serve; --backend vllm client)") == "trtllm"
+    assert engine_of("NIM 1.8.0 (TensorRT-LLM-based profile)") == "trtllm"
+    assert engine_of("LMDeploy v0.1.0a1 TurboMind") == "trtllm"  # a C++ runtime (CPP_RUNTIMES)
+    assert engine_of("Hugging Face TGI") == "vllm"  # none named: the default
+
+
 def test_the_stack_time_is_the_front_ends(report):
     """A TTFT through NIM's front end does not carry trtllm-serve's time; through the engine's
     own server it does, exactly once; and a TTFT row through a front end without a fitted
