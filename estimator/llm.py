@@ -47,6 +47,20 @@ def expert_touch(k: int, experts: int, tokens):
     return 1.0 - (1.0 - k / experts) ** np.asarray(tokens, float)
 
 
+def ranks_reached(k: int, experts: int, ranks: int) -> float:
+    """Expected expert-parallel ranks one token's ``k`` distinct experts sit on (its own
+    included), the ``experts`` spread evenly over ``ranks``: ``ranks x (1 - C(E - E/r, k) /
+    C(E, k))``. A dispatch sends a token once to each rank holding one of its experts (and
+    the combine returns one partial sum from each), not once per expert."""
+    if ranks <= 1:
+        return 1.0
+    others = experts - experts / ranks
+    miss = 1.0
+    for j in range(k):  # P(none of the k experts on a given rank), drawn without replacement
+        miss *= max(others - j, 0.0) / (experts - j)
+    return ranks * (1.0 - miss)
+
+
 class Evaluator:
     """Everything for one (model, GPU, split, formats, engine); array-friendly methods."""
 
@@ -244,7 +258,8 @@ class Evaluator:
         if self.tp > 1 and self.par.ep > 1:
             moe_frac = m.num_moe_layers / m.num_layers
             msg = np.asarray(tokens, float) * m.hidden_size * ACT_BYTES
-            a2a = comm.alltoall(self.gpu, self.par.ep, msg * m.moe.top_k / self.tp, mc.eff)
+            reach = ranks_reached(m.moe.top_k, m.moe.num_experts, self.par.ep)
+            a2a = comm.alltoall(self.gpu, self.par.ep, msg * reach / self.tp, mc.eff)
             mlp = ar * (1 - moe_frac) + layers * moe_frac * 2 * a2a
         return attention + mlp + mc.pp_comm(tokens, m.hidden_size)
 

@@ -106,6 +106,25 @@ def test_expert_touch_rises_with_batch_and_never_exceeds_one():
     assert s[-1] == pytest.approx(1.0, abs=1e-12)
 
 
+def test_a_dispatch_reaches_each_rank_once():
+    """A token goes once to each expert-parallel rank holding one of its top-k experts:
+    r x (1 - C(E - E/r, k) / C(E, k)) ranks, its own included."""
+    from math import comb
+
+    from estimator.llm import ranks_reached
+
+    # Qwen3-30B-A3B (128 experts, top-8) over 2 ranks: nearly always both, not 8 copies
+    assert ranks_reached(8, 128, 2) == pytest.approx(2 * (1 - comb(64, 8) / comb(128, 8)))
+    assert ranks_reached(8, 128, 2) == pytest.approx(1.9938, abs=1e-4)
+    # DeepSeek-V3 (256, top-8) over 8 ranks: 5.29 ranks, a third less than 8 copies
+    assert ranks_reached(8, 256, 8) == pytest.approx(8 * (1 - comb(224, 8) / comb(256, 8)))
+    assert ranks_reached(1, 128, 8) == 1.0  # Llama-4 Maverick's top-1: one rank
+    assert ranks_reached(8, 128, 1) == 1.0
+    for k, e, r in [(2, 8, 4), (4, 16, 8), (8, 64, 4), (6, 64, 16)]:
+        assert 1.0 <= ranks_reached(k, e, r) <= min(k, r)
+    assert ranks_reached(8, 8, 4) == pytest.approx(4.0)  # every expert: every rank
+
+
 def test_moe_decode_cheaper_than_dense_of_same_size_at_batch_1(h100):
     moe = get_model("qwen3-30b-a3b")
     dense = get_model("qwen3-32b")
