@@ -169,6 +169,10 @@ def sweep_cmd(ctx, scenario_file, sets, samples, seed, jobs, cluster, resume, fm
         seed=seed,
         progress=True,
     )
+    if cluster is None:
+        from ..workers import release
+
+        release(jobs)
     click.echo(dump(s.to_dict()) if fmt == "json" else sweep_table(s))
     if not s.feasible:
         sys.exit(EXIT_INFEASIBLE)
