@@ -110,6 +110,12 @@ def waves_point(steps: Steps, users, percentile: float = 90.0) -> LoadPoint:
 _BENCH_BYTES = {"fp8": 1.0, "fp4": 0.5}
 
 
+def _round_up(x: float, ladder, floor: int) -> int:
+    """``x`` rounded up to the step of the first rung it is below, at least ``floor``."""
+    step = next(step for below, step in ladder if x < below)
+    return max(floor, step * math.ceil(x / step))
+
+
 def trtllm_bench_batch(ev, input_tokens: int, output_tokens: int, kv_fraction: float = 0.90):
     """The ``max_batch_size`` TensorRT-LLM's ``trtllm-bench throughput`` sets itself from the
     dataset (tensorrt_llm/bench/build/tuning.py ``calc_engine_setting`` and
@@ -131,18 +137,8 @@ def trtllm_bench_batch(ev, input_tokens: int, output_tokens: int, kv_fraction: f
     seq = input_tokens + output_tokens
     requests = cache / (per_token * seq) if per_token > 0 else 4096.0
     raw = min(requests, 4096.0) / ev.pp
-    if raw < 256:
-        bs = max(64, 32 * math.ceil(raw / 32))
-    elif raw < 1024:
-        bs = 128 * math.ceil(raw / 128)
-    else:
-        bs = 256 * math.ceil(raw / 256)
+    bs = _round_up(raw, ((256, 32), (1024, 128), (math.inf, 256)), floor=64)
     raw_tok = min(raw * (1 + input_tokens / output_tokens), 32768.0)
-    if raw_tok < 4096:
-        tok = max(2048, 256 * math.ceil(raw_tok / 256))
-    elif raw_tok < 8192:
-        tok = 512 * math.ceil(raw_tok / 512)
-    else:
-        tok = 1024 * math.ceil(raw_tok / 1024)
+    tok = _round_up(raw_tok, ((4096, 256), (8192, 512), (math.inf, 1024)), floor=2048)
     # per micro-batch: the pipeline holds one per stage in flight
     return min(bs, tok) * ev.pp * (ev.tp if ev.par.attention_dp else 1)
