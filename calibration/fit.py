@@ -60,9 +60,9 @@ def fit(cases: list[Case], pinned: dict[str, float] | None = None) -> tuple[Para
     from scipy.optimize import least_squares
 
     if pinned is None:
-        from .kernel_bandwidth import memory_shares
+        from .kernel_bandwidth import pinned_shares
 
-        pinned = {f: v["memory"] for f, v in memory_shares().items()}
+        pinned = pinned_shares()
 
     use = [c for c in cases if c.fit]
     # the serving stack's own time to a first token, per front end (an engine's own server,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 from . import shipped_dir
@@ -114,6 +115,17 @@ def memory_shares(path: Path | None = None) -> dict[str, dict]:
         }
         for fam, xs in sorted(by_family.items())
     }
+
+
+def pinned_shares() -> dict[str, float]:
+    """Efficiency family -> the shipped memory share the fit pins (read once per process:
+    a cross-validation fits about thirty times)."""
+    return dict(_shipped_shares())
+
+
+@lru_cache(maxsize=1)
+def _shipped_shares() -> tuple[tuple[str, float], ...]:
+    return tuple((f, v["memory"]) for f, v in memory_shares().items())
 
 
 def write(rows: list[dict], path: Path | None = None) -> Path:
