@@ -112,10 +112,13 @@ def solve(
     exclude: list[dict[str, int]] | None = None,
     work_limit: float = WORK_LIMIT,
     purchases: list[Purchase] | None = None,
+    cost_floor: int | None = None,
 ) -> Solution:
     """Cheapest fleet covering ``required`` units per workload. With ``purchases``, the fleet
     is whole units (servers, instances) with the replicas packed onto them, plus the fixed
-    costs of ``limits``; without, each option's own cost per replica (loose GPUs)."""
+    costs of ``limits``; without, each option's own cost per replica (loose GPUs).
+    ``cost_floor``: a cost no plan here can be below (a proven earlier optimum of a model
+    this one only restricts), given to the search as a bound."""
     buys = purchases or []
     by_type_buys: dict[str, list[int]] = {}
     for j, p in enumerate(buys):
@@ -182,6 +185,12 @@ def solve(
     if exclude:
         for prev in exclude:
             _forbid(m, use, counts, prev)
+    # a floor on the cost (the previous alternative's proven optimum: each excludes more, so
+    # none is cheaper) gives the LP the bound the packing's coupling of several workloads
+    # hides: three_workloads.yaml's four alternatives 350-450 -> 230-260 ms. Alone, one
+    # workload's LP is tight already and the extra row slows it (57-69 -> 73-83 ms)
+    if cost_floor and len(required) > 1:
+        m.add(cost >= cost_floor)
     # cost first, then GPUs owned, then GPUs the replicas use (no idle replicas in the plan),
     # then the most demand served (headroom): a plan does not depend on how the solver breaks
     # ties. The last term is scaled past the largest service possible; where that could

@@ -379,7 +379,14 @@ class SearchSpace:
     def required(self) -> dict[str, int]:
         return {n: d.required for n, d in self.demands.items()}
 
-    def run(self, options: list[_Option], limits: Limits, exclude=None) -> Solution:
+    def run(
+        self, options: list[_Option], limits: Limits, exclude=None, cost_floor: int | None = None
+    ) -> Solution:
         return solve(
-            [o.opt for o in options], self.required(), limits, exclude, purchases=self.purchases
+            [o.opt for o in options],
+            self.required(),
+            limits,
+            exclude,
+            purchases=self.purchases,
+            cost_floor=cost_floor,
         )

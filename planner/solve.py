@@ -49,13 +49,15 @@ def plan_scenario(
             s = pl.run(pl.options, replace(pl.limits(), max_vendors=len(vendors) - 1))
             fewer = s if s.found else None
         # next-best fleets, each with a different set of GPU types
-        alternatives, seen = [], [sol.gpus_by_type]
+        alternatives, seen, last = [], [sol.gpus_by_type], sol
         for _ in range(max(0, top - 1)):
-            s = pl.run(pl.options, pl.limits(), exclude=seen)
+            floor = last.cost if last.optimal else None
+            s = pl.run(pl.options, pl.limits(), exclude=seen, cost_floor=floor)
             if not s.found:
                 break
             seen.append(s.gpus_by_type)
             alternatives.append(s)
+            last = s
         per_type = [r for f in by_type if (r := f.result()) is not None]
     solved = [(pl.options, sol), *per_type, *((pl.options, s) for s in alternatives)]
     prefetch_points(pl, solved + ([(pl.options, fewer)] if fewer else []))

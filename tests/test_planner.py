@@ -163,6 +163,33 @@ def test_alternatives_are_not_an_earlier_fleet_with_servers_added(name):
         earlier.append(p.gpus_by_type)
 
 
+@pytest.mark.parametrize("name", ["two-workloads", "robot-fleet", "rag-service"])
+def test_a_cost_floor_changes_no_alternative(name):
+    """Each next-best fleet is searched with the one before's proven cost as a floor (it
+    excludes more, so it cannot be cheaper): the same costs as searched without one, and a
+    floor above the optimum is obeyed."""
+    space = SearchSpace(load_scenario(ROOT / "scenarios" / f"{name}.yaml"))
+    limits = space.limits()
+    first = space.run(space.options, limits)
+    assert first.optimal
+    seen, with_floor, without = [first.gpus_by_type], [], []
+    last = first
+    for _ in range(3):
+        free = space.run(space.options, limits, exclude=seen)
+        floored = space.run(space.options, limits, exclude=seen, cost_floor=last.cost)
+        if not free.found:
+            assert not floored.found
+            break
+        without.append(free.cost)
+        with_floor.append(floored.cost)
+        seen.append(free.gpus_by_type)
+        last = free
+    assert with_floor == without and without == sorted(without)
+    if len(space.required()) > 1:  # the floor is given to the search only where it helps
+        above = space.run(space.options, limits, cost_floor=first.cost + 1)
+        assert not above.found or above.cost >= first.cost + 1
+
+
 def test_more_users_never_cost_less(tmp_path):
     costs = [
         plan_scenario(load_scenario(chat(tmp_path, users=u))).plan.cost_usd
