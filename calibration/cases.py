@@ -35,6 +35,7 @@ COLUMNS = [
     "metric",
     "value",
     "notes",
+    "mean_in_flight",
 ]
 
 # Rows the fit leaves out (still reported): their number is dominated by something the
@@ -150,6 +151,13 @@ class Skipped:
         if "not published" in self.reason:
             return "unpublished"
         return "other"
+
+
+def _float(v: str | None) -> float | None:
+    try:
+        return float(v) if v not in (None, "") else None
+    except ValueError:
+        return None
 
 
 def _int(v: str) -> int | None:
@@ -330,6 +338,13 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         kind, b, clients = "offline", max_b, float(max_b)
     else:  # fixed-length closed loop: lockstep waves of at most max_b running sequences
         kind, clients = "closed", conc / par.replicas
+        in_flight = _float(row.get("mean_in_flight"))
+        if in_flight and in_flight < conc:
+            # the harness printed the requests it kept in flight on average: fewer than its
+            # cap where lengths vary and the run drains at its end (sglang.bench_serving's
+            # 'Concurrency:'); that, not the cap, is the load the engine carried
+            clients = in_flight / par.replicas
+            assumptions.append(f"{in_flight:g} requests in flight on average (cap {conc})")
         b = min(clients, max_b)
         if clients > max_b:
             assumptions.append(f"{clients:g} clients per replica, {max_b} fit: the rest wait")

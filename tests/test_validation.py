@@ -12,6 +12,9 @@ from click.testing import CliRunner
 from calibration import fit as f
 from calibration import report as rp
 from calibration import shipped_dir, shipped_files
+from calibration.cases import load_rows, prepare
+from calibration.params import current_params
+from calibration.scoring import closed_loop
 from estimator import Evaluator, Parallel, get_gpu, get_model
 from estimator.efficiency import calibration
 from estimator.harness import lockstep, trtllm_bench_batch
@@ -348,3 +351,20 @@ def test_the_stack_time_is_the_front_ends(report):
     ]
     assert {id(c) for c in nim if c.fit} <= {id(c) for c in left_out}
     assert info["rows"] == sum(c.fit for c in report.cases) - len(left_out)
+
+
+def test_a_row_is_scored_at_the_load_its_client_kept_in_flight():
+    """sglang.bench_serving prints the requests it kept in flight on average; with varying
+    lengths and a draining end that is below its cap, and it is the load the row is
+    scored at (the cap where nothing was printed)."""
+    rows = [r for r in load_rows(shipped_files()) if r.get("mean_in_flight")]
+    assert rows
+    row = next(r for r in rows if float(r["mean_in_flight"]) < float(r["concurrency_or_batch"]))
+    case = prepare(0, row)
+    assert case.kind == "closed"
+    assert case.clients == pytest.approx(float(row["mean_in_flight"]) / case.replicas)
+    capped = prepare(0, {**row, "mean_in_flight": ""})
+    assert capped.clients == pytest.approx(float(row["concurrency_or_batch"]) / case.replicas)
+    assert closed_loop(case, current_params([case.family])) != closed_loop(
+        capped, current_params([case.family])
+    )
