@@ -1,7 +1,11 @@
 """The error band every language-model estimate carries: its point estimate times the
 quantiles of measured / predicted that `planner calibrate` found when each published source
 was predicted by factors fitted on the others (``error_bands`` in calibration.yaml), for the
-GPU's family where it has enough rows, else for all GPUs."""
+narrowest regime with enough rows: the model's class on the GPU's family, else the class on
+any GPU, else every row. The class matters more than the GPU: mixture-of-experts estimates
+miss by about twice a dense model's (their expert GEMMs, routing and all-to-alls carry
+costs the roofline prices only in part), so one band for both would be too wide for dense
+models and too narrow for MoE ones."""
 
 from __future__ import annotations
 
@@ -11,17 +15,34 @@ from .efficiency import calibration, efficiency_key
 from .hardware import Accelerator
 
 
-def band_factors(kind: str, gpu: Accelerator) -> dict | None:
-    """{'p10', 'p50', 'p90', 'n', 'group'} for 'throughput', 'ttft' or 'tpot'; None without data."""
+def model_class(model) -> str:
+    """The band regime's model class: 'moe' (mixture of experts) or 'dense'."""
+    return "moe" if model.is_moe else "dense"
+
+
+def regime(cls: str, family: str) -> str:
+    """A band group's key: the model class on one GPU family."""
+    return f"{cls}/{family}"
+
+
+def band_factors(kind: str, gpu: Accelerator, model=None) -> dict | None:
+    """{'p5', ..., 'p95', 'n', 'group'} for 'throughput', 'ttft' or 'tpot' of ``model`` (its
+    class; None: every class) on ``gpu``, from the narrowest group with data; None without
+    data."""
     groups = (calibration().get("error_bands") or {}).get(kind)
     if not groups:
         return None
-    key = efficiency_key(gpu)
-    group = key if key in groups else "all"
+    keys = ["all"]
+    if model is not None:
+        cls = model_class(model)
+        keys = [regime(cls, efficiency_key(gpu)), cls, "all"]
+    group = next(k for k in keys if k in groups)
     return {**groups[group], "group": group}
 
 
-def bands_for(gpu: Accelerator, ttft_s: float, tpot_s: float, tokens_per_s: float) -> dict:
+def bands_for(
+    gpu: Accelerator, ttft_s: float, tpot_s: float, tokens_per_s: float, model=None
+) -> dict:
     """p10-p90 of TTFT, time per output token, per-user speed and replica throughput."""
     out: dict = {}
     basis = []
@@ -30,7 +51,7 @@ def bands_for(gpu: Accelerator, ttft_s: float, tpot_s: float, tokens_per_s: floa
         ("tpot", "tpot_s", tpot_s),
         ("throughput", "output_tokens_per_s", tokens_per_s),
     ):
-        f = band_factors(kind, gpu)
+        f = band_factors(kind, gpu, model)
         if f is None:
             continue
         out[name] = {"p10": value * f["p10"], "p50": value * f["p50"], "p90": value * f["p90"]}
@@ -46,14 +67,14 @@ def bands_for(gpu: Accelerator, ttft_s: float, tpot_s: float, tokens_per_s: floa
     return out
 
 
-def pessimistic_factor(kind: str, gpu: Accelerator, confidence: float | None) -> float:
+def pessimistic_factor(kind: str, gpu: Accelerator, confidence: float | None, model=None) -> float:
     """How much worse than its point estimate a latency ('ttft' or 'tpot') is at the given
     confidence: the ``confidence`` quantile of measured/predicted, interpolated between the
     stored quantiles, and never below 1 (a plan is never sized on a rosier number than the
     estimate itself). None: the point estimate (factor 1)."""
     if confidence is None:
         return 1.0
-    f = band_factors(kind, gpu)
+    f = band_factors(kind, gpu, model)
     if f is None:
         return 1.0
     qs = sorted(int(k[1:]) for k in f if k[0] == "p" and k[1:].isdigit())

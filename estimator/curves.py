@@ -226,9 +226,12 @@ def curve(
                 float(op.ttft_pct_s[0]),
                 1.0 / float(op.per_user_tokens_per_s[0]),
                 float(op.output_tokens_per_s[0] * reps),
+                lm,
             ),
         },
-        band_factors={k: f for k in ("ttft", "tpot", "throughput") if (f := band_factors(k, acc))},
+        band_factors={
+            k: f for k in ("ttft", "tpot", "throughput") if (f := band_factors(k, acc, lm))
+        },
         targets={"ttft_s": ttft_s, "tokens_per_s": tokens_per_s, "percentile": percentile},
         disaggregated={"prefill_replicas": split[0], "decode_replicas": split[1]}
         if split

@@ -458,7 +458,7 @@ def estimate_replica(
         shortfall_gb=max(0.0, total - box.usable),
         refused_by=refused_by,
         kv_cache_tokens=ev.kv_cache_tokens,
-        bands=bands_for(gpu, ttft, tpot, replica_out),
+        bands=bands_for(gpu, ttft, tpot, replica_out, ev.model),
     )
 
 

@@ -23,11 +23,11 @@ class PlanCheckError(RuntimeError):
     the load model, never to be printed as a recommendation."""
 
 
-def check_targets(w: LLMWorkload, op, where: str, gpu) -> None:
+def check_targets(w: LLMWorkload, op, where: str, ev) -> None:
     """Re-evaluate an assignment at the load it will carry: it must meet every target (at
     the scenario's confidence, when it sets one)."""
     misses = []
-    ttft, tps = targets(w, gpu)
+    ttft, tps = targets(w, ev)
     if ttft and op.ttft_s > ttft * (1 + TARGET_SLACK):
         misses.append(f"TTFT p{w.ttft_percentile:g} {op.ttft_s:.4g} s > target {ttft:.4g} s")
     if tps and op.tokens_per_s < tps * (1 - TARGET_SLACK):
@@ -51,9 +51,7 @@ def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
         for o, n in rows:
             share, load = _load(o, n, served, need)
             op = operating_point(o.ev, w, min(load, o.cap.units), o.split)
-            check_targets(
-                w, op, f"{o.cand.label()} at {min(load, o.cap.units)} sessions", o.cand.gpu
-            )
+            check_targets(w, op, f"{o.cand.label()} at {min(load, o.cap.units)} sessions", o.ev)
             p = o.cand.parallel
             cycle = w.think_time_s + op.ttft_mean_s + (w.output_tokens - 1) / op.tokens_per_s
             active_sessions = w.users * w.hours_per_person / 24.0 * share

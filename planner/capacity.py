@@ -43,19 +43,19 @@ class OperatingPoint:
     kv_gb: float
 
 
-def targets(w: LLMWorkload, gpu) -> tuple[float | None, float | None]:
-    """The TTFT and per-user speed the point estimate must reach on this GPU so the real
-    ones meet the workload's targets at the scenario's confidence (bands: estimator/bands.py).
-    Without a confidence, the targets themselves."""
-    c = w._confidence
-    ttft = w.ttft_s / pessimistic_factor("ttft", gpu, c) if w.ttft_s else None
-    tps = w.tokens_per_s * pessimistic_factor("tpot", gpu, c) if w.tokens_per_s else None
+def targets(w: LLMWorkload, ev: Evaluator) -> tuple[float | None, float | None]:
+    """The TTFT and per-user speed the point estimate must reach on this replica (its GPU
+    and model class) so the real ones meet the workload's targets at the scenario's
+    confidence (bands: estimator/bands.py). Without a confidence, the targets themselves."""
+    c, g, m = w._confidence, ev.gpu, ev.model
+    ttft = w.ttft_s / pessimistic_factor("ttft", g, c, m) if w.ttft_s else None
+    tps = w.tokens_per_s * pessimistic_factor("tpot", g, c, m) if w.tokens_per_s else None
     return ttft, tps
 
 
-def _ok(lp, w: LLMWorkload, gpu):
+def _ok(lp, w: LLMWorkload, ev: Evaluator):
     ok = np.asarray(lp.fits, bool).copy()
-    ttft, tps = targets(w, gpu)
+    ttft, tps = targets(w, ev)
     if ttft:
         ok &= lp.ttft_pct_s <= ttft
     if tps:
@@ -212,7 +212,7 @@ def config_key(
 ) -> tuple:
     """Everything a replica's capacity and operating points depend on: the replica, the
     targets it is held to and the percentile they are read at, and the disaggregation."""
-    ttft, tps = targets(w, ev.gpu)
+    ttft, tps = targets(w, ev)
     return (*replica_key(ev, w, part), w.ttft_percentile, ttft, tps, split)
 
 
@@ -249,7 +249,7 @@ def scan_capacity(
     if st.slots < 1:
         return Capacity(0, "memory", float("inf"), 0.0, 0)
     curve, n_hi = _curve(ev, w, st, split)
-    search = _search(w, ev.gpu, st.slots, n_hi)
+    search = _search(w, ev, st.slots, n_hi)
     users = next(search)
     while True:
         try:
@@ -277,9 +277,7 @@ def llm_capacities(items: list[tuple[Evaluator, Steps]], w: LLMWorkload) -> list
         think = w.serving().think_time_s
         stacked = Steps.stack([items[i][1] for i in todo])
         searches = {
-            k: _search(
-                w, items[i][0].gpu, items[i][1].slots, users_past_saturation(items[i][1], think)
-            )
+            k: _search(w, items[i][0], items[i][1].slots, users_past_saturation(items[i][1], think))
             for k, i in enumerate(todo)
         }
         asks = {k: next(s) for k, s in searches.items()}
@@ -307,7 +305,7 @@ def _stacked_points(stacked: Steps, w: LLMWorkload, users, config):
     return load_point(stacked, users, w.serving().think_time_s, w.ttft_percentile, config=config)
 
 
-def _search(w: LLMWorkload, gpu, slots: int, n_hi: int):
+def _search(w: LLMWorkload, ev: Evaluator, slots: int, n_hi: int):
     """The capacity search, as a generator: it yields the user counts it needs evaluated and
     is sent their load points; it returns the Capacity. A coarse geometric scan up to past
     saturation, then scans of the bracket between the last count that passes and the first
@@ -315,32 +313,32 @@ def _search(w: LLMWorkload, gpu, slots: int, n_hi: int):
     grid = np.unique(np.round(np.geomspace(1, n_hi, 10)))
     lp = yield grid
     best_ttft, best_tps = float(lp.ttft_pct_s[0]), float(lp.per_user_tokens_per_s[0])
-    ok = np.cumprod(_ok(lp, w, gpu)).astype(bool)  # never past a count that fails
+    ok = np.cumprod(_ok(lp, w, ev)).astype(bool)  # never past a count that fails
     if not ok[0]:
-        return Capacity(0, _binding(lp, 0, w, gpu), best_ttft, best_tps, slots)
+        return Capacity(0, _binding(lp, 0, w, ev), best_ttft, best_tps, slots)
     i = int(ok.sum()) - 1
     last = int(grid[i])
     if i + 1 == len(grid):
         return Capacity(last, "saturation", best_ttft, best_tps, slots)
     # narrow [last pass, first fail] to one user: seats are what the fleet is sized by. The
     # load curve is unique and monotone in users, so the passing counts are a prefix.
-    nxt, binding = int(grid[i + 1]), _binding(lp, i + 1, w, gpu)
+    nxt, binding = int(grid[i + 1]), _binding(lp, i + 1, w, ev)
     while nxt - last > 1:
         inner = np.unique(np.round(np.linspace(last, nxt, min(nxt - last + 1, 16))))[1:-1]
         lpf = yield inner
-        okf = np.cumprod(_ok(lpf, w, gpu)).astype(bool)
+        okf = np.cumprod(_ok(lpf, w, ev)).astype(bool)
         j = int(okf.sum())
         last = int(inner[j - 1]) if j else last
         if j < len(inner):
-            nxt, binding = int(inner[j]), _binding(lpf, j, w, gpu)
+            nxt, binding = int(inner[j]), _binding(lpf, j, w, ev)
     return Capacity(last, binding, best_ttft, best_tps, slots)
 
 
-def _binding(lp, k: int, w: LLMWorkload, gpu) -> str:
+def _binding(lp, k: int, w: LLMWorkload, ev: Evaluator) -> str:
     """Which limit the user count at index ``k`` breaks first."""
     if not lp.fits[k]:
         return "memory"
-    _, tps = targets(w, gpu)
+    _, tps = targets(w, ev)
     if tps and lp.per_user_tokens_per_s[k] < tps:
         return "tokens_per_s"
     return "ttft"

@@ -166,6 +166,39 @@ def test_pessimistic_factor_is_monotone_and_never_rosier():
     assert fs == sorted(fs) and fs[0] >= 1.0 and fs[-1] > 1.0
 
 
+def test_a_band_comes_from_the_narrowest_regime_with_data(monkeypatch):
+    """The model's class on the GPU's family, else its class on any GPU, else every row;
+    without a model, every row."""
+    import estimator.bands as bands
+
+    q = {"n": 30, "p5": 0.5, "p10": 0.6, "p25": 0.8, "p50": 1.0, "p75": 1.2, "p90": 1.4}
+    table = {"tpot": {"all": q, "moe": {**q, "p90": 2.0}, "moe/hopper": {**q, "p90": 2.5}}}
+    monkeypatch.setattr(bands, "calibration", lambda: {"error_bands": table})
+    moe, dense = get_model("qwen3-30b-a3b"), get_model("llama-3.1-8b")
+    h100, b200 = get_gpu("h100-sxm"), get_gpu("b200")
+    assert bands.band_factors("tpot", h100, moe)["group"] == "moe/hopper"
+    assert bands.band_factors("tpot", b200, moe)["group"] == "moe"
+    assert bands.band_factors("tpot", h100, dense)["group"] == "all"
+    assert bands.band_factors("tpot", h100)["group"] == "all"
+    assert bands.band_factors("ttft", h100, moe) is None
+    assert bands.pessimistic_factor("tpot", h100, 0.9, moe) == 2.5
+    assert bands.pessimistic_factor("tpot", b200, 0.9, moe) == 2.0
+
+
+def test_shipped_bands_are_per_model_class():
+    """On the shipped residuals a mixture-of-experts model's time per token misses by more
+    than a dense model's on the same GPUs: its p10-p90 band is wider, so a plan at a high
+    confidence holds more back for it."""
+    from estimator.bands import band_factors, pessimistic_factor
+
+    h100 = get_gpu("h100-sxm")
+    moe, dense = get_model("qwen3-30b-a3b"), get_model("llama-3.1-70b")
+    m, d = band_factors("tpot", h100, moe), band_factors("tpot", h100, dense)
+    assert (m["group"], d["group"]) == ("moe/hopper", "dense/hopper")
+    assert m["p90"] / m["p10"] > d["p90"] / d["p10"]
+    assert pessimistic_factor("tpot", h100, 0.9, moe) > pessimistic_factor("tpot", h100, 0.9, dense)
+
+
 @pytest.mark.parametrize("name", ["chat-assistant", "coding-agents", "two-workloads"])
 def test_a_plan_at_confidence_is_never_cheaper(name):
     """Sizing so the targets hold at a higher quantile of the estimator's error never buys

@@ -571,7 +571,7 @@ def test_capacity_is_the_exact_largest_passing_user_count(gpu, tp):
     cap = llm_capacity(ev, w)
     curve, _ = _curve(ev, w, steps_for(ev, w), None)
     n = np.arange(1, int(cap.units * 1.3) + 3)
-    ok = np.cumprod(_ok(curve(n), w, ev.gpu)).astype(bool)
+    ok = np.cumprod(_ok(curve(n), w, ev)).astype(bool)
     assert cap.units >= 2 and cap.units == int(n[ok.sum() - 1])
 
 

@@ -54,6 +54,32 @@ def test_error_bands_are_the_cross_validated_residual_quantiles(report):
             assert 0 < q["p10"] <= q["p50"] <= q["p90"] and q["n"] >= 20
 
 
+def test_each_band_holds_the_rows_of_its_regime(report):
+    """A class's band is the quantiles of its own rows' measured / predicted (mixture-of-
+    experts rows apart from dense ones), and a class-on-family band of that class's rows on
+    that GPU family: checked by recounting and recomputing one from the cases."""
+    from calibration.bands import band_kind
+
+    cases, cv = report.cases, np.asarray(report.cv_predicted, float)
+    ratio = np.array([c.measured for c in cases]) / cv
+    ok = np.isfinite(ratio) & (ratio > 0)
+    for kind, groups in calibration()["error_bands"].items():
+        of_kind = ok & np.array([band_kind(c.metric) == kind for c in cases])
+        moe = np.array([c.ev.model.is_moe for c in cases])
+        assert groups["all"]["n"] == of_kind.sum()
+        for cls, sel in (("moe", moe), ("dense", ~moe)):
+            if cls in groups:
+                assert groups[cls]["n"] == (of_kind & sel).sum()
+                p90 = float(np.percentile(ratio[of_kind & sel], 90))
+                assert groups[cls]["p90"] == pytest.approx(p90, abs=6e-4)
+        for key, q in groups.items():
+            if "/" in key:
+                cls, fam = key.split("/")
+                sel = of_kind & (moe if cls == "moe" else ~moe)
+                sel &= np.array([c.family == fam for c in cases])
+                assert q["n"] == sel.sum()
+
+
 def test_cross_validated_error_not_worse_than_recorded(report):
     """Fails if the leave-one-source-out median error gets worse than the figure recorded by
     the last `planner calibrate --write` by more than two percentage points."""
