@@ -89,18 +89,20 @@ class Parts:
     collectives: np.ndarray  # count, for the per-collective base latency
     layers: np.ndarray  # count, for the per-layer overhead
     seqs: np.ndarray  # count, for the per-sequence host overhead
+    int4: np.ndarray  # of memory: int4 weight-only streaming, for its stream share
 
     @staticmethod
     def stack(items: list[Parts]) -> Parts:
         return Parts(
             *(
                 np.array([float(getattr(p, f)) for p in items])
-                for f in ("memory", "compute", "comm", "collectives", "layers", "seqs")
+                for f in ("memory", "compute", "comm", "collectives", "layers", "seqs", "int4")
             )
         )
 
-    def time(self, mem_eff, cmp_eff, base_s, layer_s, step_s, seq_s):
-        t = np.maximum(self.memory / mem_eff, self.compute / cmp_eff) + self.comm
+    def time(self, mem_eff, cmp_eff, base_s, layer_s, step_s, seq_s, int4_stream=1.0):
+        mem = self.memory + self.int4 * (1.0 / int4_stream - 1.0)
+        t = np.maximum(mem / mem_eff, self.compute / cmp_eff) + self.comm
         return t + self.collectives * base_s + self.layers * layer_s + step_s + self.seqs * seq_s
 
 
@@ -239,11 +241,13 @@ def source_key(src: str) -> str:
 
 
 def _decompose(ev: Evaluator, ev1: Evaluator, st_fn) -> Parts:
-    """Raw parts at unit efficiency; counts read off by re-running with unit overheads."""
+    """Raw parts at unit efficiency; counts read off by re-running with unit overheads, and
+    the int4 weight stream by re-running at half its share (twice its bytes)."""
     a, b = st_fn(ev), st_fn(ev1)
+    int4 = st_fn(ev.with_efficiency(replace(UNIT, int4_stream=0.5))).memory - a.memory
     layers = ev.pp * ev.layers_per_stage
     seqs = (b.overhead - a.overhead) / 1e-6 - layers - 1000.0
-    return Parts(a.memory, a.compute, a.comm, (b.comm - a.comm) / 1e-6, layers, seqs)
+    return Parts(a.memory, a.compute, a.comm, (b.comm - a.comm) / 1e-6, layers, seqs, int4)
 
 
 def without_remark(text: str) -> str:

@@ -26,6 +26,7 @@ class Params:
     # serving front end (an engine's own server, or another: calibration.cases.frontend_of)
     # -> the serving stack's own time to a first token, ms (0 for the others)
     requests: dict[str, float] = field(default_factory=dict)
+    int4_stream: float = 1.0  # Efficiency.int4_stream
 
     def eff(self, family: str) -> tuple[float, float]:
         return self.families.get(family, self.families.get("default", (0.8, 0.6)))
@@ -79,4 +80,5 @@ def current_params(families: list[str]) -> Params:
         engines,
         groups,
         requests,
+        e.int4_stream,
     )

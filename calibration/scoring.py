@@ -32,6 +32,7 @@ def efficiency_of(
         step_overhead_ms=step,
         seq_overhead_us=seq,
         request_overhead_ms=params.request(server or engine),
+        int4_stream=params.int4_stream,
     )
 
 

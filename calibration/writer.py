@@ -82,6 +82,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
             "layer_overhead_us": r4(params.layer_overhead_us),
             "step_overhead_ms": r4(params.step_overhead_ms),
             "seq_overhead_us": r4(params.seq_overhead_us),
+            "int4_stream": r4(params.int4_stream),
         },
         "families": fams,
         "engines": {
@@ -128,6 +129,8 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# collective_base_us: fixed start-up latency per collective; layer_overhead_us: fixed\n"
         "# cost per layer per step (kernel launches and gaps); step_overhead_ms: per engine step;\n"
         "# seq_overhead_us: host work per running sequence per step (sampling, scheduling);\n"
+        "# int4_stream: the share of the memory share W4A16 (int4 weight-only) kernels reach\n"
+        "# streaming their weights (they dequantise beside the loads), fitted on int4 rows;\n"
         "# engines: those two for each serving engine with enough rows (the defaults' serve\n"
         "# the others), and request_overhead_ms, the time its own server (vllm serve,\n"
         "# sglang.launch_server, trtllm-serve) adds to a first token, where that server's TTFTs\n"
@@ -184,6 +187,7 @@ def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:
             "layer_overhead_us": float(params.layer_overhead_us),
             "step_overhead_ms": float(params.step_overhead_ms),
             "seq_overhead_us": float(params.seq_overhead_us),
+            "int4_stream": float(params.int4_stream),
             "engines": params.engines,
             "request_overhead_ms": params.requests,
         },

@@ -28,6 +28,10 @@ class Efficiency:
     # server's (vllm serve, sglang.launch_server, trtllm-serve), fitted from TTFTs measured
     # through it (calibration.cases.frontend_of), 0 where it has too few
     request_overhead_ms: float = 0.0
+    # the share of the memory share a W4A16 (int4 weight-only) kernel reaches as it streams
+    # its weights: it unpacks, scales and shifts every weight beside the loads, where a
+    # 16-bit or FP8 GEMM only loads them (fitted on the int4 rows; 1: as fast as those)
+    int4_stream: float = 1.0
 
 
 @dataclass(frozen=True)

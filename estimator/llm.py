@@ -111,8 +111,9 @@ class Evaluator:
         self.weight_bytes = (layer_nonexpert + layer_expert) * wb * share + ends
         # streamed per decode step, per GPU (stages balanced; lm_head spread over stages)
         lm_stream = (c.lm_head if c.lm_head else c.embed) * EMBED_BYTES / tp
-        self.dense_stream = (layer_nonexpert * wb + lm_stream) / pp
-        self.expert_stream = layer_expert * wb / pp
+        self._layer_stream = layer_nonexpert * wb / pp  # the weight format's bytes
+        self._lm_stream = lm_stream / pp  # 16-bit whatever the format
+        self._expert_stream = layer_expert * wb / pp
 
         # --- KV / state per sequence per GPU ------------------------------------------
         a = m.attention
@@ -224,6 +225,22 @@ class Evaluator:
     @property
     def eff(self) -> Efficiency:
         return self.machine.eff
+
+    def _stream_scale(self) -> float:
+        """Bytes a weight-only int4 kernel's stream costs per byte of a 16-bit one's
+        (:attr:`Efficiency.int4_stream`): 1 for every other format."""
+        return 1.0 / self.eff.int4_stream if self.wfmt.name == "int4" else 1.0
+
+    @property
+    def dense_stream(self) -> float:
+        """Weight bytes of the always-on layers one decode step streams per GPU (the stages
+        balanced; the lm_head spread over them), at the format's streaming cost."""
+        return self._layer_stream * self._stream_scale() + self._lm_stream
+
+    @property
+    def expert_stream(self) -> float:
+        """Weight bytes of every routed expert per GPU, at the format's streaming cost."""
+        return self._expert_stream * self._stream_scale()
 
     # ---- memory -----------------------------------------------------------------------
     def kv_bytes_per_gpu(self, batch, context):

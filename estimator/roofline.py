@@ -33,7 +33,7 @@ class StepTimes:
     comm: Any
     overhead: Any
     total: Any
-    bytes_per_gpu: Any
+    bytes_per_gpu: Any  # at their streaming cost (int4 weights: over Efficiency.int4_stream)
     flops_per_gpu: Any
 
     def bottleneck(self) -> Any:

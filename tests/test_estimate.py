@@ -64,6 +64,28 @@ def test_decode_step_hand_computed_llama8b(h100):
     assert st.bottleneck() == "memory"
 
 
+def test_int4_weights_stream_at_their_share(h100):
+    """W4A16: the layers' int4 bytes (0.5 B a weight plus a 16-bit scale and zero point per
+    128) cost 1/int4_stream of their bytes to stream; the 16-bit lm_head and the KV cache
+    do not. Llama-3.1-8B at batch 1: halving the share adds exactly the layers' int4 bytes
+    over the achieved bandwidth, and the share shipped is below 1."""
+    from dataclasses import replace
+
+    m = get_model("llama-3.1-8b")
+    eff = efficiency_for(efficiency_key(h100), engine="vllm")
+    assert 0 < eff.int4_stream < 1
+    c = m.counts
+    layer_bytes = (c.total - c.embed - c.lm_head) * (0.5 + 4 / 128)
+    bw = 3350e9 * eff.memory
+    a = Evaluator(m, h100, Parallel(), "int4", "bf16", efficiency=replace(eff, int4_stream=1.0))
+    b = a.with_efficiency(replace(eff, int4_stream=0.5))
+    ta, tb = float(a.decode_step(1, 1000).memory), float(b.decode_step(1, 1000).memory)
+    assert tb - ta == pytest.approx(layer_bytes / bw, rel=1e-6)
+    bf = Evaluator(m, h100, Parallel(), "bf16", "bf16", efficiency=replace(eff, int4_stream=0.5))
+    bf1 = bf.with_efficiency(replace(eff, int4_stream=1.0))
+    assert float(bf.decode_step(1, 1000).memory) == float(bf1.decode_step(1, 1000).memory)
+
+
 def test_prefill_compute_bound_hand_computed(h100):
     m = get_model("llama-3.1-8b")
     eff = efficiency_for(efficiency_key(h100))

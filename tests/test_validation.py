@@ -106,6 +106,7 @@ def test_fitted_factors_are_physical():
     d = cal["defaults"]
     for k in ("collective_base_us", "layer_overhead_us", "step_overhead_ms", "seq_overhead_us"):
         assert d[k] >= 0
+    assert 0 < d["int4_stream"] <= 1
     for host in cal["engines"].values():
         assert host["step_overhead_ms"] >= 0 and host["seq_overhead_us"] >= 0
 
