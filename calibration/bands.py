@@ -39,7 +39,7 @@ def error_bands(cases: list[Case], cv_pred: np.ndarray) -> dict:
     ratio = measured / cv_pred
     ok = np.isfinite(ratio) & (ratio > 0)
     cls = np.array([model_class(c.ev.model) for c in cases])
-    fam = np.array([regime(model_class(c.ev.model), c.family) for c in cases])
+    fam = np.array([regime(k, c.family) for k, c in zip(cls, cases, strict=True)])
     out: dict = {}
     for kind in ("throughput", "ttft", "tpot"):
         sel = ok & np.array([band_kind(c.metric) == kind for c in cases])

@@ -244,7 +244,9 @@ def _decompose(ev: Evaluator, ev1: Evaluator, st_fn) -> Parts:
     """Raw parts at unit efficiency; counts read off by re-running with unit overheads, and
     the int4 weight stream by re-running at half its share (twice its bytes)."""
     a, b = st_fn(ev), st_fn(ev1)
-    int4 = st_fn(ev.with_efficiency(replace(UNIT, int4_stream=0.5))).memory - a.memory
+    int4 = 0.0  # only int4 weights stream at the int4 share
+    if ev.wfmt.name == "int4":
+        int4 = st_fn(ev.with_efficiency(replace(UNIT, int4_stream=0.5))).memory - a.memory
     layers = ev.pp * ev.layers_per_stage
     seqs = (b.overhead - a.overhead) / 1e-6 - layers - 1000.0
     return Parts(a.memory, a.compute, a.comm, (b.comm - a.comm) / 1e-6, layers, seqs, int4)

@@ -232,23 +232,19 @@ def fit(cases: list[Case], pinned: dict[str, float] | None = None) -> tuple[Para
         r = np.log(batch.predict(unpack(x)) / batch.measured)
         return np.nan_to_num(r, nan=3.0, posinf=3.0, neginf=-3.0)
 
-    def loss(z):  # soft_l1 on each (unweighted) residual, times its row's vote
-        s = np.sqrt(1.0 + z)
-        return np.vstack([vote * 2.0 * (s - 1.0), vote / s, -0.5 * vote / (s * (1.0 + z))])
-
+    loss = _soft_l1(vote)
     res = least_squares(resid, x0, bounds=(lo, hi), loss=loss, f_scale=0.2, x_scale="jac")
-    x, moved = res.x, False
+    x = res.x
     if own_int4:  # then the rest refit around it
         k4 = n_fam + len(extra) + len(glob) + 2 * len(engs)
         x, lo, hi = _pin_share(x, lo, hi, k4, int4_dense, batch, unpack, vote)
-        moved = True
     # A front end's own time is what an idle server adds: the median of its one-client TTFTs
     # less their GPU time. Fitted jointly, loaded TTFTs set it too, and it absorbed the
     # queueing and harness dynamics the load model gets only partly right (SGLang's rose to
     # 129 ms, above the 99 ms one-client TTFTs its cookbook measures). Pinned there, the
     # rest is refit. Leave-one-source-out: TTFT 39.4 -> 33.8%, all 16.2 -> 16.0%
     x1, lo1, hi1 = _pin_request_times(x, lo, hi, use, batch, unpack, req_engs)
-    if x1 is None and moved:
+    if x1 is None and own_int4:
         x1, lo1, hi1 = x, lo, hi
     if x1 is not None:
         res = least_squares(resid, x1, bounds=(lo1, hi1), loss=loss, f_scale=0.2, x_scale="jac")
@@ -280,6 +276,17 @@ MIN_UNLOADED_TTFTS = 3
 MIN_INT4_ROWS = 5
 
 
+def _soft_l1(weights: np.ndarray):
+    """The fit's loss: soft_l1 on each (unweighted) residual, times its row's weight (its
+    source's vote), in scipy's ``least_squares`` form (value, first and second derivative)."""
+
+    def loss(z):
+        s = np.sqrt(1.0 + z)
+        return np.vstack([weights * 2.0 * (s - 1.0), weights / s, -0.5 * weights / (s * (1.0 + z))])
+
+    return loss
+
+
 def _pin_share(x, lo, hi, k, rows, batch, unpack, vote):
     """``x`` with parameter ``k`` refit on ``rows`` alone (the others held), and bounds that
     hold it there: a factor only those rows measure, kept from the rows that carry other
@@ -287,7 +294,6 @@ def _pin_share(x, lo, hi, k, rows, batch, unpack, vote):
     from scipy.optimize import least_squares
 
     x, lo, hi = np.array(x, float), list(lo), list(hi)
-    v = vote[rows]
 
     def resid(f):
         xx = x.copy()
@@ -295,10 +301,7 @@ def _pin_share(x, lo, hi, k, rows, batch, unpack, vote):
         r = np.log(batch.predict(unpack(xx))[rows] / batch.measured[rows])
         return np.nan_to_num(r, nan=3.0, posinf=3.0, neginf=-3.0)
 
-    def loss(z):  # the fit's own: soft_l1 times each row's vote
-        s = np.sqrt(1.0 + z)
-        return np.vstack([v * 2.0 * (s - 1.0), v / s, -0.5 * v / (s * (1.0 + z))])
-
+    loss = _soft_l1(vote[rows])
     f = float(least_squares(resid, [x[k]], bounds=([lo[k]], [hi[k]]), loss=loss, f_scale=0.2).x[0])
     x[k], lo[k], hi[k] = f, f, f + 1e-6
     return x, lo, hi
