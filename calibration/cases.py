@@ -90,19 +90,51 @@ class Parts:
     layers: np.ndarray  # count, for the per-layer overhead
     seqs: np.ndarray  # count, for the per-sequence host overhead
     int4: np.ndarray  # of memory: int4 weight-only streaming, for its stream share
+    # the attention kernels' own roofline (KV and state reads, attention FLOPs), after the
+    # GEMMs' (memory and compute above: weights, activations, matmul FLOPs)
+    attn_memory: np.ndarray = 0.0
+    attn_compute: np.ndarray = 0.0
+    # the routed experts' grouped GEMMs' own roofline (int4_expert: of it, int4 streaming)
+    expert_memory: np.ndarray = 0.0
+    expert_compute: np.ndarray = 0.0
+    int4_expert: np.ndarray = 0.0
 
     @staticmethod
     def stack(items: list[Parts]) -> Parts:
         return Parts(
             *(
                 np.array([float(getattr(p, f)) for p in items])
-                for f in ("memory", "compute", "comm", "collectives", "layers", "seqs", "int4")
+                for f in (
+                    "memory",
+                    "compute",
+                    "comm",
+                    "collectives",
+                    "layers",
+                    "seqs",
+                    "int4",
+                    "attn_memory",
+                    "attn_compute",
+                    "expert_memory",
+                    "expert_compute",
+                    "int4_expert",
+                )
             )
         )
+
+    @property
+    def all_compute(self):
+        return self.compute + self.attn_compute + self.expert_compute
+
+    @property
+    def all_memory(self):
+        return self.memory + self.attn_memory + self.expert_memory
 
     def time(self, mem_eff, cmp_eff, base_s, layer_s, step_s, seq_s, int4_stream=1.0):
         mem = self.memory + self.int4 * (1.0 / int4_stream - 1.0)
         t = np.maximum(mem / mem_eff, self.compute / cmp_eff) + self.comm
+        t = t + np.maximum(self.attn_memory / mem_eff, self.attn_compute / cmp_eff)
+        e_mem = self.expert_memory + self.int4_expert * (1.0 / int4_stream - 1.0)
+        t = t + np.maximum(e_mem / mem_eff, self.expert_compute / cmp_eff)
         return t + self.collectives * base_s + self.layers * layer_s + step_s + self.seqs * seq_s
 
 
@@ -244,12 +276,27 @@ def _decompose(ev: Evaluator, ev1: Evaluator, st_fn) -> Parts:
     """Raw parts at unit efficiency; counts read off by re-running with unit overheads, and
     the int4 weight stream by re-running at half its share (twice its bytes)."""
     a, b = st_fn(ev), st_fn(ev1)
-    int4 = 0.0  # only int4 weights stream at the int4 share
+    int4 = int4_e = 0.0  # only int4 weights stream at the int4 share
     if ev.wfmt.name == "int4":
-        int4 = st_fn(ev.with_efficiency(replace(UNIT, int4_stream=0.5))).memory - a.memory
+        h = st_fn(ev.with_efficiency(replace(UNIT, int4_stream=0.5)))
+        int4_e = h.expert_memory - a.expert_memory
+        int4 = h.memory - a.memory - int4_e
     layers = ev.pp * ev.layers_per_stage
     seqs = (b.overhead - a.overhead) / 1e-6 - layers - 1000.0
-    return Parts(a.memory, a.compute, a.comm, (b.comm - a.comm) / 1e-6, layers, seqs, int4)
+    return Parts(
+        a.memory - a.attn_memory - a.expert_memory,
+        a.compute - a.attn_compute - a.expert_compute,
+        a.comm,
+        (b.comm - a.comm) / 1e-6,
+        layers,
+        seqs,
+        int4,
+        a.attn_memory,
+        a.attn_compute,
+        a.expert_memory,
+        a.expert_compute,
+        int4_e,
+    )
 
 
 def without_remark(text: str) -> str:

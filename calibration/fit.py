@@ -392,7 +392,7 @@ def _informs_compute(c: Case) -> bool:
     """Whether a row's number depends on the compute share: its decode step is within 2x
     of compute-bound at unit efficiency, or it is a time to first token, or an offline run
     whose prompts outweigh its answers."""
-    heavy = float(c.dec.compute) >= 0.5 * float(c.dec.memory)
+    heavy = float(c.dec.all_compute) >= 0.5 * float(c.dec.all_memory)
     return heavy or c.metric == "ttft_ms" or (c.kind == "offline" and c.isl >= c.osl)
 
 

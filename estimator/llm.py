@@ -183,6 +183,10 @@ class Evaluator:
 
         # --- per-token compute ----------------------------------------------------------
         self.matmul_flops_token = 2.0 * m.matmul_params_per_token
+        # of which the routed experts' (a token's top-k experts in every MoE layer)
+        self.expert_flops_token = (
+            2.0 * c.routed_experts * m.moe.top_k / m.moe.num_experts if m.is_moe else 0.0
+        )
         self.layers_per_stage = -(-m.num_layers // pp)
 
     def _activation_traffic_per_token(self) -> float:
@@ -289,21 +293,10 @@ class Evaluator:
         b = np.asarray(batch, float)
         micro = np.maximum(b / self.pp, 1.0) if self.pp > 1 else b  # PP: micro-batches in flight
         q = tokens_per_seq
-        touched = expert_touch(m.moe.top_k, m.moe.num_experts, micro * q) if m.is_moe else 0.0
-        stage_bytes = (
-            self.dense_stream
-            + self.expert_stream * touched
-            + micro
-            * (
-                m.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
-                + 2 * self.state_bytes
-                + q * self.act_traffic
-            )
-        )
-        mm = micro * q * self.matmul_flops_token / self.gpus
+        kv = m.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
         at = micro * q * (m.attention_flops_decode(context) + m.ssm_flops_per_token()) / self.gpus
         # PP: a token crosses every stage in turn
-        return self._step(stage_bytes, mm, at, micro * q, b, passes=self.pp)
+        return self._pass(micro * q, micro * (kv + 2 * self.state_bytes), at, b, self.pp)
 
     def prefill(self, batch, input_tokens) -> StepTimes:
         """Prefill of ``batch`` prompts of ``input_tokens`` arriving together on an idle replica.
@@ -311,29 +304,29 @@ class Evaluator:
         m = self.model
         b = np.asarray(batch, float)
         n = np.asarray(input_tokens, float)
-        tokens = b * n
-        touched = expert_touch(m.moe.top_k, m.moe.num_experts, tokens) if m.is_moe else 0.0
-        stage_bytes = (
-            self.dense_stream
-            + self.expert_stream * touched
-            + b * m.kv_bytes_per_sequence(n, self.kvfmt.bytes_per_value) * self.kv_share
-            + b * self.state_bytes
-            + tokens * self.act_traffic
-        )
-        mm = tokens * self.matmul_flops_token / self.gpus
+        kv = m.kv_bytes_per_sequence(n, self.kvfmt.bytes_per_value) * self.kv_share
         at = b * (m.attention_flops_prefill(n) + n * m.ssm_flops_per_token()) / self.gpus
         # pipeline fill: the prompts stream through the stages, one prompt crosses them all
-        return self._step(stage_bytes, mm, at, tokens, b, passes=(b + self.pp - 1) / b)
+        return self._pass(b * n, b * (kv + self.state_bytes), at, b, (b + self.pp - 1) / b)
 
-    def _step(self, stage_bytes, mm_flops, attn_flops, tokens, seqs, passes) -> StepTimes:
+    def _pass(self, tokens, attn_bytes, attn_flops, seqs, passes) -> StepTimes:
+        """One stage pass of ``tokens`` tokens: the dense GEMMs (their weights and the
+        activations), the routed experts' grouped GEMMs (the experts those tokens touch) and
+        the attention kernels (``attn_bytes`` of KV cache and state, ``attn_flops``), each
+        its own roofline (:meth:`Machine.step`)."""
+        m = self.model
+        touched = expert_touch(m.moe.top_k, m.moe.num_experts, tokens) if m.is_moe else 0.0
         return self.machine.step(
-            stage_bytes,
-            mm_flops,
+            self.dense_stream + tokens * self.act_traffic,
+            tokens * (self.matmul_flops_token - self.expert_flops_token) / self.gpus,
             attn_flops,
             self._comm(tokens),
             self.layers_per_stage,
             seqs,
             passes,
+            attn_bytes=attn_bytes,
+            expert_bytes=self.expert_stream * touched,
+            expert_flops=tokens * self.expert_flops_token / self.gpus,
         )
 
 

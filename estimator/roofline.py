@@ -1,9 +1,13 @@
 """The roofline every model family runs on: one GPU group, its peaks, its efficiency factors.
 
-A step's time is ``max(bytes / (bandwidth·eff), FLOPs / (peak·eff)) + collectives +
-per-layer overhead`` per pipeline stage, times the stage passes, plus the host's per-step and
-per-sequence work. Language models (:mod:`estimator.llm`) and every other family
-(:mod:`estimator.families`) build their steps on this one implementation.
+A kernel takes ``max(bytes / (bandwidth·eff), FLOPs / (peak·eff))``. A language model's
+pass is three kinds of kernel run one after another, each its own roofline: the dense GEMMs
+(weights and activations), the routed experts' grouped GEMMs (the experts the tokens touch;
+their own tokens per expert) and attention (KV-cache and state reads); the other families
+take one roofline over the whole pass. Add collectives and per-layer overhead per pipeline
+stage, times the stage passes, plus the host's per-step and per-sequence work. Language
+models (:mod:`estimator.llm`) and every other family (:mod:`estimator.families`) build
+their steps on this one implementation.
 """
 
 from __future__ import annotations
@@ -35,6 +39,13 @@ class StepTimes:
     total: Any
     bytes_per_gpu: Any  # at their streaming cost (int4 weights: over Efficiency.int4_stream)
     flops_per_gpu: Any
+    # of memory and compute: the attention kernels' own (KV-cache and state reads, attention
+    # FLOPs), which run after the GEMMs, not beside them
+    attn_memory: Any = 0.0
+    attn_compute: Any = 0.0
+    # of memory and compute: the routed experts' grouped GEMMs (their own tokens per expert)
+    expert_memory: Any = 0.0
+    expert_compute: Any = 0.0
 
     def bottleneck(self) -> Any:
         stack = np.stack(np.broadcast_arrays(self.memory, self.compute, self.comm))
@@ -90,14 +101,42 @@ class Machine:
         return comm.p2p(self.gpu, self.gpus, msg, self.eff)
 
     def step(
-        self, stage_bytes, mm_flops, attn_flops, comm_s, layers: float, seqs, passes
+        self,
+        stage_bytes,
+        mm_flops,
+        attn_flops,
+        comm_s,
+        layers: float,
+        seqs,
+        passes,
+        attn_bytes=None,
+        expert_bytes=0.0,
+        expert_flops=0.0,
     ) -> StepTimes:
-        """One stage's roofline plus collectives and per-layer overhead, times the stage
-        passes, plus the host's per-step and per-sequence work."""
+        """One stage's rooflines plus collectives and per-layer overhead, times the stage
+        passes, plus the host's per-step and per-sequence work. With ``attn_bytes`` (a
+        language model) the pass is three kernel groups one after another, each its own
+        roofline: the GEMMs (``stage_bytes``: weights and activations; ``mm_flops``), the
+        routed experts' GEMMs (``expert_bytes``, ``expert_flops``) and attention
+        (``attn_bytes``: KV cache and state; ``attn_flops``). Kernels of a layer run in
+        turn, so a memory-bound attention or expert GEMM does not hide behind compute-bound
+        dense GEMMs (leave-one-source-out over 898 rows: throughput 13.8 -> 13.0%). Without
+        it, one roofline over the whole pass."""
+        t_mm = mm_flops / self.peak
+        t_at = attn_flops / self.peak_attn
         t_mem = stage_bytes / self.bw
-        t_cmp = mm_flops / self.peak + attn_flops / self.peak_attn
+        t_cmp = t_mm + t_at
         over = layers * self.eff.layer_overhead_us * 1e-6
-        stage = np.maximum(t_mem, t_cmp) + comm_s + over
+        if attn_bytes is None:
+            a_mem = a_cmp = e_mem = e_cmp = 0.0
+            core = np.maximum(t_mem, t_cmp)
+        else:
+            a_mem, a_cmp = attn_bytes / self.bw, t_at
+            e_mem, e_cmp = expert_bytes / self.bw, expert_flops / self.peak
+            core = np.maximum(t_mem, t_mm) + np.maximum(a_mem, a_cmp) + np.maximum(e_mem, e_cmp)
+            t_mem = t_mem + a_mem + e_mem
+            t_cmp = t_cmp + e_cmp
+        stage = core + comm_s + over
         host = self.eff.step_overhead_ms * 1e-3 + seqs * self.eff.seq_overhead_us * 1e-6
         return StepTimes(
             memory=t_mem * passes,
@@ -105,6 +144,10 @@ class Machine:
             comm=comm_s * passes,
             overhead=over * passes + host,
             total=stage * passes + host,
-            bytes_per_gpu=stage_bytes,
-            flops_per_gpu=mm_flops + attn_flops,
+            bytes_per_gpu=stage_bytes + (0.0 if attn_bytes is None else attn_bytes + expert_bytes),
+            flops_per_gpu=mm_flops + attn_flops + expert_flops,
+            attn_memory=a_mem * passes,
+            attn_compute=a_cmp * passes,
+            expert_memory=e_mem * passes,
+            expert_compute=e_cmp * passes,
         )

@@ -31,31 +31,35 @@ L8_ACT = 2 * 32 * (_ATTN_ACT + 2 * 4096 + 6 * 14336)
 # 14336, 32 heads, 8 KV heads of 128, vocab 32000
 MX_ATTN = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024)
 MX_EXPERT = 3 * 4096 * 14336  # one expert of one layer
-MX_ALL = MX_ATTN + 32 * 8 * MX_EXPERT + 32000 * 4096  # weights read once all experts are hit
 MX_ACTIVE = MX_ATTN + 32 * 2 * MX_EXPERT + 32000 * 4096
+MX_EXPERTS_ALL, MX_EXPERTS_ACTIVE = 32 * 8 * MX_EXPERT, 32 * 2 * MX_EXPERT
 # MoE layer: dispatch copies 2h·(1 + top-k), each routed expert's MLP 6·I
 MX_ACT = 2 * 32 * (_ATTN_ACT + 2 * 4096 * 3 + 6 * 2 * 14336)
 
 
 def _hand_ridge(weight_bytes, flops_token, per_seq, gpu) -> float:
-    """Roofline batch where a decode step turns compute-bound:
-    (W + b·K)/BW = b·c/F  ->  b = W / (BW·c/F − K), K: a sequence's KV and activation
-    bytes."""
+    """Roofline batch where a decode step's GEMMs turn compute-bound:
+    (W + b·K)/BW = b·c/F  ->  b = W / (BW·c/F − K), K: the bytes a sequence moves beside
+    the GEMMs' math (its activations). The attention kernels (KV reads) are a roofline of
+    their own after the GEMMs', so the KV cache does not move this ridge."""
     g = get_gpu(gpu)
     return weight_bytes / (g.bandwidth_bytes_s * flops_token / g.peak_flops("bf16") - per_seq)
 
 
 def test_dense_saturation_batch_is_the_roofline_ridge():
-    # short context: the step turns compute-bound before KV reads matter
+    # short context: the GEMMs turn compute-bound; the KV reads then add their own time
     i, o = 128, 2
     r = saturation("llama-3.1-8b", "h100-sxm", input_tokens=i, output_tokens=o, efficiency=UNIT)
     s = r.series[0]
-    per_seq = L8_KV_TOKEN * (i + o / 2) + L8_ACT
-    hand = _hand_ridge(2 * L8_MATMUL, 2 * L8_MATMUL, per_seq, "h100-sxm")
+    hand = _hand_ridge(2 * L8_MATMUL, 2 * L8_MATMUL, L8_ACT, "h100-sxm")
     assert s.saturation_batch == pytest.approx(hand, rel=0.03)
-    # past it the aggregate is flat: the compute roof, c/F per token
-    roof = get_gpu("h100-sxm").peak_flops("bf16") / (2 * L8_MATMUL)
-    assert s.tokens_per_s[-1] == pytest.approx(roof, rel=0.03)
+    # past it the aggregate is flat: per token, its GEMMs' math and its attention's KV read
+    # (memory-bound at this context: 4·32·4096·129 FLOPs against 17 MB)
+    g = get_gpu("h100-sxm")
+    per_token = (
+        2 * L8_MATMUL / g.peak_flops("bf16") + L8_KV_TOKEN * (i + o / 2) / g.bandwidth_bytes_s
+    )
+    assert s.tokens_per_s[-1] == pytest.approx(1 / per_token, rel=0.03)
     assert s.bottleneck[0] == "memory" and s.bottleneck[-1] == "compute"
 
 
@@ -79,12 +83,16 @@ def test_dense_crossing_is_where_per_user_speed_meets_the_target():
 
 
 def test_moe_saturation_batch_is_its_roofline_ridge_once_every_expert_is_read():
-    # Mixtral: at the ridge every expert of every layer is touched, so the step reads all
-    # weights while each token multiplies only its two experts
+    # Mixtral: the routed experts' grouped GEMMs are their own roofline; at its ridge every
+    # expert of every layer is touched, so they read all expert weights while each token
+    # multiplies only its two. (Its attention GEMMs never turn compute-bound: a token's
+    # activations, MX_ACT, outweigh what their math hides at H200's ratio.)
     i, o = 128, 2
     r = saturation("mixtral-8x7b", "h200", input_tokens=i, output_tokens=o, efficiency=UNIT)
     s = r.series[0]
-    hand = _hand_ridge(2 * MX_ALL, 2 * MX_ACTIVE, L8_KV_TOKEN * (i + o / 2) + MX_ACT, "h200")
+    g = get_gpu("h200")
+    assert g.bandwidth_bytes_s * 2 * (MX_ACTIVE - MX_EXPERTS_ACTIVE) / g.peak_flops("bf16") < MX_ACT
+    hand = _hand_ridge(2 * MX_EXPERTS_ALL, 2 * MX_EXPERTS_ACTIVE, 0.0, "h200")
     assert s.saturation_batch == pytest.approx(hand, rel=0.03)
     # below it, expert touches make the aggregate rise more slowly than a dense model's
     assert s.tokens_per_s[7] / s.tokens_per_s[0] < 8 * 0.6
