@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,25 +101,7 @@ class Parts:
 
     @staticmethod
     def stack(items: list[Parts]) -> Parts:
-        return Parts(
-            *(
-                np.array([float(getattr(p, f)) for p in items])
-                for f in (
-                    "memory",
-                    "compute",
-                    "comm",
-                    "collectives",
-                    "layers",
-                    "seqs",
-                    "int4",
-                    "attn_memory",
-                    "attn_compute",
-                    "expert_memory",
-                    "expert_compute",
-                    "int4_expert",
-                )
-            )
-        )
+        return Parts(*(np.array([float(getattr(p, f.name)) for p in items]) for f in fields(Parts)))
 
     @property
     def all_compute(self):
