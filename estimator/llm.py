@@ -188,6 +188,8 @@ class Evaluator:
             2.0 * c.routed_experts * m.moe.top_k / m.moe.num_experts if m.is_moe else 0.0
         )
         self.layers_per_stage = -(-m.num_layers // pp)
+        self._dense_flops_gpu = (self.matmul_flops_token - self.expert_flops_token) / self.gpus
+        self._expert_flops_gpu = self.expert_flops_token / self.gpus
 
     def _activation_traffic_per_token(self) -> float:
         """HBM bytes one token's activations move per GPU per forward step in one pipeline
@@ -307,7 +309,8 @@ class Evaluator:
         kv = m.kv_bytes_per_sequence(n, self.kvfmt.bytes_per_value) * self.kv_share
         at = b * (m.attention_flops_prefill(n) + n * m.ssm_flops_per_token()) / self.gpus
         # pipeline fill: the prompts stream through the stages, one prompt crosses them all
-        return self._pass(b * n, b * (kv + self.state_bytes), at, b, (b + self.pp - 1) / b)
+        passes = 1.0 if self.pp == 1 else (b + self.pp - 1) / b
+        return self._pass(b * n, b * (kv + self.state_bytes), at, b, passes)
 
     def _pass(self, tokens, attn_bytes, attn_flops, seqs, passes) -> StepTimes:
         """One stage pass of ``tokens`` tokens: the dense GEMMs (their weights and the
@@ -318,7 +321,7 @@ class Evaluator:
         touched = expert_touch(m.moe.top_k, m.moe.num_experts, tokens) if m.is_moe else 0.0
         return self.machine.step(
             self.dense_stream + tokens * self.act_traffic,
-            tokens * (self.matmul_flops_token - self.expert_flops_token) / self.gpus,
+            tokens * self._dense_flops_gpu,
             attn_flops,
             self._comm(tokens),
             self.layers_per_stage,
@@ -326,7 +329,7 @@ class Evaluator:
             passes,
             attn_bytes=attn_bytes,
             expert_bytes=self.expert_stream * touched,
-            expert_flops=tokens * self.expert_flops_token / self.gpus,
+            expert_flops=tokens * self._expert_flops_gpu if m.is_moe else 0.0,
         )
 
 

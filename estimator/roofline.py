@@ -125,29 +125,32 @@ class Machine:
         t_mm = mm_flops / self.peak
         t_at = attn_flops / self.peak_attn
         t_mem = stage_bytes / self.bw
-        t_cmp = t_mm + t_at
         over = layers * self.eff.layer_overhead_us * 1e-6
+        a_mem = a_cmp = e_mem = e_cmp = 0.0
         if attn_bytes is None:
-            a_mem = a_cmp = e_mem = e_cmp = 0.0
-            core = np.maximum(t_mem, t_cmp)
+            core = np.maximum(t_mem, t_mm + t_at)
         else:
             a_mem, a_cmp = attn_bytes / self.bw, t_at
-            e_mem, e_cmp = expert_bytes / self.bw, expert_flops / self.peak
-            core = np.maximum(t_mem, t_mm) + np.maximum(a_mem, a_cmp) + np.maximum(e_mem, e_cmp)
-            t_mem = t_mem + a_mem + e_mem
-            t_cmp = t_cmp + e_cmp
+            core = np.maximum(t_mem, t_mm) + np.maximum(a_mem, a_cmp)
+            if np.ndim(expert_flops) or expert_flops:  # a MoE model's routed experts
+                e_mem, e_cmp = expert_bytes / self.bw, expert_flops / self.peak
+                core = core + np.maximum(e_mem, e_cmp)
         stage = core + comm_s + over
         host = self.eff.step_overhead_ms * 1e-3 + seqs * self.eff.seq_overhead_us * 1e-6
+        # one stage pass (most steps): the stage's times are the step's
+        times = (lambda x: x) if np.ndim(passes) == 0 and passes == 1 else (lambda x: x * passes)
         return StepTimes(
-            memory=t_mem * passes,
-            compute=t_cmp * passes,
-            comm=comm_s * passes,
-            overhead=over * passes + host,
-            total=stage * passes + host,
-            bytes_per_gpu=stage_bytes + (0.0 if attn_bytes is None else attn_bytes + expert_bytes),
+            memory=times(t_mem + a_mem + e_mem),
+            compute=times(t_mm + t_at + e_cmp),
+            comm=times(comm_s),
+            overhead=times(over) + host,
+            total=times(stage) + host,
+            bytes_per_gpu=stage_bytes
+            if attn_bytes is None
+            else stage_bytes + attn_bytes + expert_bytes,
             flops_per_gpu=mm_flops + attn_flops + expert_flops,
-            attn_memory=a_mem * passes,
-            attn_compute=a_cmp * passes,
-            expert_memory=e_mem * passes,
-            expert_compute=e_cmp * passes,
+            attn_memory=times(a_mem),
+            attn_compute=times(a_cmp),
+            expert_memory=times(e_mem),
+            expert_compute=times(e_cmp),
         )
