@@ -1,11 +1,11 @@
 """The roofline every model family runs on: one GPU group, its peaks, its efficiency factors.
 
-A kernel takes ``max(bytes / (bandwidth·eff), FLOPs / (peak·eff))``. A language model's
-pass is three kinds of kernel run one after another, each its own roofline: the dense GEMMs
-(weights and activations), the routed experts' grouped GEMMs (the experts the tokens touch;
-their own tokens per expert) and attention (KV-cache and state reads); the other families
-take one roofline over the whole pass. Add collectives and per-layer overhead per pipeline
-stage, times the stage passes, plus the host's per-step and per-sequence work. Language
+A kernel takes ``max(bytes / (bandwidth·eff), FLOPs / (peak·eff))``. A pass is three kinds
+of kernel run one after another, each its own roofline: the dense GEMMs (weights and
+activations), the routed experts' grouped GEMMs (the experts the tokens touch; their own
+tokens per expert) and attention (KV-cache and state reads). Add collectives and per-layer
+overhead per pipeline stage, times the stage passes, plus the host's per-step and
+per-sequence work. Language
 models (:mod:`estimator.llm`) and every other family (:mod:`estimator.families`) build
 their steps on this one implementation.
 """
@@ -109,32 +109,28 @@ class Machine:
         layers: float,
         seqs,
         passes,
-        attn_bytes=None,
+        attn_bytes=0.0,
         expert_bytes=0.0,
         expert_flops=0.0,
     ) -> StepTimes:
         """One stage's rooflines plus collectives and per-layer overhead, times the stage
-        passes, plus the host's per-step and per-sequence work. With ``attn_bytes`` (a
-        language model) the pass is three kernel groups one after another, each its own
-        roofline: the GEMMs (``stage_bytes``: weights and activations; ``mm_flops``), the
-        routed experts' GEMMs (``expert_bytes``, ``expert_flops``) and attention
-        (``attn_bytes``: KV cache and state; ``attn_flops``). Kernels of a layer run in
-        turn, so a memory-bound attention or expert GEMM does not hide behind compute-bound
-        dense GEMMs (leave-one-source-out over 898 rows: throughput 13.8 -> 13.0%). Without
-        it, one roofline over the whole pass."""
+        passes, plus the host's per-step and per-sequence work. The pass is three kernel groups
+        one after another, each its own roofline: the GEMMs (``stage_bytes``: weights and
+        activations; ``mm_flops``), the routed experts' GEMMs (``expert_bytes``,
+        ``expert_flops``) and attention (``attn_bytes``: KV cache and state; ``attn_flops``).
+        Kernels of a layer run in turn, so a memory-bound attention or expert GEMM does not
+        hide behind compute-bound dense GEMMs (language models, leave-one-source-out over
+        898 rows: throughput 13.8 -> 13.0%)."""
         t_mm = mm_flops / self.peak
         t_at = attn_flops / self.peak_attn
         t_mem = stage_bytes / self.bw
         over = layers * self.eff.layer_overhead_us * 1e-6
-        a_mem = a_cmp = e_mem = e_cmp = 0.0
-        if attn_bytes is None:
-            core = np.maximum(t_mem, t_mm + t_at)
-        else:
-            a_mem, a_cmp = attn_bytes / self.bw, t_at
-            core = np.maximum(t_mem, t_mm) + np.maximum(a_mem, a_cmp)
-            if np.ndim(expert_flops) or expert_flops:  # a MoE model's routed experts
-                e_mem, e_cmp = expert_bytes / self.bw, expert_flops / self.peak
-                core = core + np.maximum(e_mem, e_cmp)
+        a_mem = attn_bytes / self.bw
+        core = np.maximum(t_mem, t_mm) + np.maximum(a_mem, t_at)
+        e_mem = e_cmp = 0.0
+        if np.ndim(expert_flops) or expert_flops:  # a MoE model's routed experts
+            e_mem, e_cmp = expert_bytes / self.bw, expert_flops / self.peak
+            core = core + np.maximum(e_mem, e_cmp)
         stage = core + comm_s + over
         host = self.eff.step_overhead_ms * 1e-3 + seqs * self.eff.seq_overhead_us * 1e-6
         # one stage pass (most steps): the stage's times are the step's
@@ -145,12 +141,10 @@ class Machine:
             comm=times(comm_s),
             overhead=times(over) + host,
             total=times(stage) + host,
-            bytes_per_gpu=stage_bytes
-            if attn_bytes is None
-            else stage_bytes + attn_bytes + expert_bytes,
+            bytes_per_gpu=stage_bytes + attn_bytes + expert_bytes,
             flops_per_gpu=mm_flops + attn_flops + expert_flops,
             attn_memory=times(a_mem),
-            attn_compute=times(a_cmp),
+            attn_compute=times(t_at),
             expert_memory=times(e_mem),
             expert_compute=times(e_cmp),
         )

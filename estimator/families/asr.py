@@ -146,7 +146,7 @@ def asr_times(
         1,
         tokens / 2,
         memory_tokens=frames,
-        extra_bytes=(streams * cross_kv + seqs * self_kv) / mc.tp,
+        kv_bytes=(streams * cross_kv + seqs * self_kv) / mc.tp,
     )
     h = host or EngineHost()
     t_host = tokens * dec.layers * (h.layer_us + seqs * h.layer_seq_us) * 1e-6

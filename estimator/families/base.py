@@ -146,7 +146,7 @@ def stack_pass(
     q_tokens,
     kv_tokens,
     memory_tokens=0,
-    extra_bytes=0.0,
+    kv_bytes=0.0,
     extra_flops=0.0,
     extra_params: int = 0,
     attn_flops=None,
@@ -154,15 +154,14 @@ def stack_pass(
 ) -> StepTimes:
     """One pass of ``seqs`` sequences of ``q_tokens`` through a stack, attending to
     ``kv_tokens`` (and to ``memory_tokens`` by cross-attention). ``extra_params``: weights
-    run as matmuls beside the stack (patch embeddings, projectors). ``attn_flops``: a
+    run as matmuls beside the stack (patch embeddings, projectors). ``kv_bytes``: the
+    cached keys and values the attention reads (its own roofline). ``attn_flops``: a
     sequence's attention FLOPs where they are not full attention (windowed, per crop);
     ``host_seqs``: sequences the host schedules (default ``seqs``; 0 for images)."""
     seqs = np.asarray(seqs, float)
     tokens = seqs * q_tokens
-    stage_bytes = (
-        (s.params() + extra_params) * wbytes / mc.tp
-        + tokens * s.act_bytes_per_token(mc.tp)
-        + extra_bytes
+    stage_bytes = (s.params() + extra_params) * wbytes / mc.tp + tokens * s.act_bytes_per_token(
+        mc.tp
     )
     mm = 2.0 * (s.matmul_params() + extra_params) * tokens / mc.gpus + extra_flops / mc.gpus
     if attn_flops is None:
@@ -170,7 +169,7 @@ def stack_pass(
     at = seqs * attn_flops
     comm = mc.tp_comm(tokens, s.hidden, s.layers, per_layer=3 if s.cross_attention else 2)
     host = seqs if host_seqs is None else host_seqs
-    return mc.step(stage_bytes, mm, at / mc.gpus, comm, s.layers, host, passes=1)
+    return mc.step(stage_bytes, mm, at / mc.gpus, comm, s.layers, host, 1, attn_bytes=kv_bytes)
 
 
 def config_value(cfg: dict[str, Any], key: str, where: str, default: Any = None) -> Any:

@@ -71,7 +71,7 @@ class VarModel:
             q = p * p
             cached += q
             kv_read = seqs * s.kv_bytes_per_token(2.0) * cached / mc.tp
-            st = stack_pass(mc, s, wbytes, seqs, q, cached, extra_bytes=kv_read)
+            st = stack_pass(mc, s, wbytes, seqs, q, cached, kv_bytes=kv_read)
             t += float(st.total)
             parts += [float(st.memory), float(st.compute), float(st.comm)]
         v = self.vae()

@@ -70,7 +70,7 @@ class VlaModel:
             robots,
             h + 1,
             prefix_len + h + 1,
-            extra_bytes=kv,
+            kv_bytes=kv,
             extra_params=self.expert_extra,
         )
         return {
