@@ -5,9 +5,8 @@ of kernel run one after another, each its own roofline: the dense GEMMs (weights
 activations), the routed experts' grouped GEMMs (the experts the tokens touch; their own
 tokens per expert) and attention (KV-cache and state reads). Add collectives and per-layer
 overhead per pipeline stage, times the stage passes, plus the host's per-step and
-per-sequence work. Language
-models (:mod:`estimator.llm`) and every other family (:mod:`estimator.families`) build
-their steps on this one implementation.
+per-sequence work. Language models (:mod:`estimator.llm`) and every other family
+(:mod:`estimator.families`) build their steps on this one implementation.
 """
 
 from __future__ import annotations

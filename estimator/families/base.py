@@ -160,9 +160,8 @@ def stack_pass(
     ``host_seqs``: sequences the host schedules (default ``seqs``; 0 for images)."""
     seqs = np.asarray(seqs, float)
     tokens = seqs * q_tokens
-    stage_bytes = (s.params() + extra_params) * wbytes / mc.tp + tokens * s.act_bytes_per_token(
-        mc.tp
-    )
+    weights = (s.params() + extra_params) * wbytes / mc.tp
+    stage_bytes = weights + tokens * s.act_bytes_per_token(mc.tp)
     mm = 2.0 * (s.matmul_params() + extra_params) * tokens / mc.gpus + extra_flops / mc.gpus
     if attn_flops is None:
         attn_flops = s.attn_flops(q_tokens, kv_tokens) + s.cross_flops(q_tokens, memory_tokens)
