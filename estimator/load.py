@@ -19,16 +19,22 @@ bisection (see :func:`load_point`):
   speculative expectation ``(1−α^(k+1))/(1−α)``);
 - TTFT = wait for a KV slot + wait for the prefill queue (both finite-source queues,
   M/M/c//N, with the prefill wait halved for near-deterministic service by
-  Pollaczek–Khinchine) + the residual of the iteration running on arrival + the request's
-  own prefill (its FLOPs plus one iteration per chunk). Past saturation the closed-system
-  response-time law ``N = X·C`` sets TTFT, which then grows linearly with users.
-  Percentiles use exponential tails of the waits and a uniform residual iteration.
+  Pollaczek–Khinchine) + the residual of the iteration running on arrival + the prompts the
+  engine admits with it + the request's own prefill (its FLOPs plus one iteration per
+  chunk). Iterations that carry prompts are longer, so an arrival more likely lands in one:
+  the residual is half the length-biased iteration ``T̄ + Var T/T̄ = t_iter/(1−ρ) + ρ·I·s``
+  (a Poisson count of prompts per iteration). The engine admits every prompt that arrived
+  during that iteration, before or after this one, into the next (up to the chunk budget):
+  ``λ·T̄_lb`` of them, each ``I·s``. Past saturation the closed-system response-time law
+  ``N = X·C`` sets TTFT, which then grows linearly with users. Percentiles use exponential
+  tails of the waits, a uniform residual iteration and a normal tail of the admitted count.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
@@ -391,6 +397,10 @@ def load_point(
     others = np.maximum(n - 1, 0) / np.maximum(n, 1)  # a request never waits on itself
     prefill_queue, slot_queue = Repairman(n, 1), Repairman(n, c)
 
+    # prompts the engine can admit with one more in an iteration (its chunk budget); a
+    # prompt longer than the budget shares its iterations with none
+    admits = np.maximum(st.chunk / np.maximum(i_tok, 1) - 1.0, 0.0)
+
     def at_rate(lam, only=None):
         rho = np.minimum(lam * s_pf * others, 0.995)  # prefill share of the other users
         b = np.minimum(decode_batch(st, lam * (o - 1) / ((1 - rho) * e)), c)
@@ -405,18 +415,29 @@ def load_point(
         w_pf = w_pf * PREFILL_WAIT_FACTOR
         pw_sl, w_sl = slot_queue(think_time_s + w_pf, own + dec_time, only)
         busy = np.minimum(1.0, lam * (own + dec_time) * others)
-        ttft = w_sl + w_pf + busy * t_it / 2 + own + st.request_s
+        # the iteration running on arrival, length-biased (see the module's docstring), and
+        # the others' prompts admitted with this one: a request's own prefill does not wait
+        # for those behind it in a queue, but it does share their iteration
+        t_lb = t_b / (1 - rho) + rho * s_pf
+        together = np.minimum(lam * others * t_lb, admits)
+        ttft = w_sl + w_pf + busy * (t_lb / 2 + together * s_pf) + own + st.request_s
         implied = n / (think_time_s + ttft + dec_time)
-        return implied, (b, rho, t_it, dec_time, own, pw_pf, w_pf, pw_sl, w_sl, busy, ttft)
+        return implied, (b, rho, t_it, dec_time, own, pw_pf, w_pf, pw_sl, w_sl, busy, t_lb, ttft)
 
     lam, saturated = rate_fixed_point(at_rate, x_max, n)
-    _, (b, rho, t_it, dec_time, own, pw_pf, w_pf, pw_sl, w_sl, busy, ttft) = at_rate(lam)
+    _, (b, rho, t_it, dec_time, own, pw_pf, w_pf, pw_sl, w_sl, busy, t_lb, ttft) = at_rate(lam)
     law = n / lam - think_time_s - dec_time  # the response-time law, binding at saturation
     ttft = np.where(saturated, np.maximum(ttft, law), ttft)
     p = percentile / 100.0
-    # the iteration running on arrival has a uniform residual: its p-quantile is p·t_iter
+    # the iteration running on arrival has a uniform residual (its p-quantile is p·T̄_lb);
+    # the prompts admitted with this one are a Poisson count: a normal tail above its mean
+    m = lam * others * t_lb
+    z = NormalDist().inv_cdf(min(max(p, 1e-9), 1 - 1e-9))
+    together_p = np.minimum(m + z * np.sqrt(m), admits)
     waits = tail_wait(pw_pf, w_pf, p) + tail_wait(pw_sl, w_sl, p)
-    ttft_p = np.maximum(own + st.request_s + busy * p * t_it + waits, ttft)
+    ttft_p = np.maximum(
+        own + st.request_s + busy * (p * t_lb + np.maximum(together_p, 0.0) * s_pf) + waits, ttft
+    )
     in_flight = np.minimum(lam * (own + dec_time), c)
     demand = n * (own + dec_time) / (think_time_s + own + dec_time)  # KV slots wanted
     tpot = t_it / e
