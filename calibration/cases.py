@@ -140,6 +140,7 @@ class Case:
     assumptions: list[str] = field(default_factory=list)
     precision: str = ""  # the precision the matmuls run in (the compute factor's precision)
     ev: Any = None  # the row's Evaluator at unit efficiency (the sizing model's scoring)
+    rate: float = 0.0  # open loop: requests per second per replica
     # the harness's arrival pattern: the published closed-loop sweeps are synthetic (all
     # clients start together, fixed lengths, no think time): they arrive in waves
     arrivals: str = "waves"
@@ -365,12 +366,23 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         )
     )
     conc = _int(row.get("concurrency_or_batch"))
+    rate = _float(row.get("request_rate"))
     # trtllm-bench throughput sets its own batch cap from the dataset, not the engine default
     cap = trtllm_bench_batch(ev, isl, osl) if "trtllm-bench" in fw else ev.max_seqs
     max_b = min(int(ev.max_batch(isl + osl)), cap)
     if max_b < 1:
         return Skipped(idx, row, "does not fit in memory in the estimator")
-    if conc is None:
+    if rate:  # an open loop: requests arrive at a fixed rate whatever the replica does
+        if metric not in ("ttft_ms", "itl_ms", "tpot_ms", "tok_s_per_user"):
+            return Skipped(idx, row, "open loop: its throughput is the arrival rate it was sent")
+        if conc is not None:
+            return Skipped(idx, row, "open loop under a concurrency cap: not modelled")
+        if "BURST" in notes or "QUEUEING-DOMINATED" in notes:
+            # a run shorter than a few request lifetimes, or one past the replica's
+            # saturation (its queue grows for as long as it runs), has no steady state
+            return Skipped(idx, row, "open loop with no steady state (flagged in its notes)")
+        kind, b, clients = "open", 1.0, 1.0  # the load model finds the batch the rate sustains
+    elif conc is None:
         kind, b, clients = "offline", max_b, float(max_b)
     else:  # fixed-length closed loop: lockstep waves of at most max_b running sequences
         kind, clients = "closed", conc / par.replicas
@@ -411,11 +423,14 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         par.replicas,
         n,
         clients,
-        fit=not any(f in notes for f in FIT_EXCLUDE_FLAGS),
+        # open-loop rows are scored with the sizing model, not fitted: the fit's fast
+        # surrogate (calibration.batch) has the synchronised harnesses' formulas only
+        fit=kind != "open" and not any(f in notes for f in FIT_EXCLUDE_FLAGS),
         assumptions=assumptions,
         precision=ev.precision,
         ev=ev,
         frontend=frontend_of(row.get("framework", ""), engine),
+        rate=(rate or 0.0) / par.replicas,
     )
     ctx = isl + osl / 2
     case.dec = _decompose(ev, ev1, lambda e: e.decode_step(b, ctx))

@@ -1,7 +1,8 @@
-"""Scoring a closed-loop row with the estimator's own load curve
-(``estimator.curves.load_curve``, the one ``solve``, ``curve`` and ``estimate`` use) at the row's
-clients per replica, with the harness's arrival pattern (synchronised waves, no think time).
-The fit evaluates the same harness formulas (``estimator.harness``) on its decomposed steps."""
+"""Scoring a serving row with the estimator's own load curve (``estimator.curves.load_curve``,
+the one ``solve``, ``curve`` and ``estimate`` use): a closed loop at the row's clients per
+replica, with the harness's arrival pattern (synchronised waves, no think time); an open loop
+at its request rate (spread arrivals, ``estimator.harness.rate_point``). The fit evaluates
+the same harness formulas (``estimator.harness``) on its decomposed steps."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 from estimator import EstimatorError
 from estimator.curves import load_curve
 from estimator.efficiency import Efficiency
+from estimator.harness import rate_point
 from estimator.load import ServingOptions, prepare_steps
 
 from .cases import Case
@@ -37,13 +39,19 @@ def efficiency_of(
 
 
 def closed_loop(case: Case, params) -> float:
-    """The row's metric from the sizing model's load point (nan if it cannot be evaluated)."""
+    """The row's metric from the sizing model's load point (nan if it cannot be evaluated):
+    at the row's clients per replica, or (an open loop) at its request rate per replica."""
     eff = efficiency_of(params, case.family, case.ev.engine.name, case.precision, case.server)
     ev = case.ev.with_efficiency(eff)
     try:
-        opts = ServingOptions(arrivals=case.arrivals)
-        st = prepare_steps(ev, case.isl, case.osl, opts)
-        lp = load_curve(ev, st, 0.0, 90.0, None, opts.arrivals)(np.array([max(case.clients, 1.0)]))
+        if case.kind == "open":
+            st = prepare_steps(ev, case.isl, case.osl)
+            lp = rate_point(st, case.rate)
+        else:
+            opts = ServingOptions(arrivals=case.arrivals)
+            st = prepare_steps(ev, case.isl, case.osl, opts)
+            users = np.array([max(case.clients, 1.0)])
+            lp = load_curve(ev, st, 0.0, 90.0, None, opts.arrivals)(users)
     except (EstimatorError, ValueError, ZeroDivisionError):
         return float("nan")
     tok = case.replicas * float(lp.output_tokens_per_s[0])
@@ -63,6 +71,6 @@ def score(cases: list[Case], params, surrogate: np.ndarray) -> np.ndarray:
     """The surrogate's predictions with every closed-loop row replaced by the sizing model's."""
     out = np.array(surrogate, float)
     for i, c in enumerate(cases):
-        if c.kind == "closed":
+        if c.kind in ("closed", "open"):
             out[i] = closed_loop(c, params)
     return out

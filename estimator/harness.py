@@ -7,7 +7,9 @@
 - the synchronised closed loop (genai-perf, vLLM's benchmark_serving at fixed concurrency):
   every client starts at once with the same lengths and no think time, so the clients stay
   in lockstep. Each cycle all prompts arrive together, are prefilled one after another,
-  then decode together; clients beyond the KV slots wait whole cycles.
+  then decode together; clients beyond the KV slots wait whole cycles;
+- the open loop (benchmark_serving / bench_serving at a ``--request-rate``): requests
+  arrive at a fixed rate, Poisson, whatever the replica does (``rate_point``).
 
 Real users' arrivals spread in time (``estimator.load``); ``waves_point`` is the same replica
 (the same :class:`~estimator.load.Steps`) under the harness's arrival pattern, chosen with
@@ -23,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .load import LoadPoint, Steps
+from .load import LoadPoint, Steps, load_point
 
 
 @dataclass
@@ -104,6 +106,19 @@ def waves_point(steps: Steps, users, percentile: float = 90.0) -> LoadPoint:
         fits=b <= c,
         stable=np.ones_like(b, bool),
     )
+
+
+# An open loop is the limit of a closed one with many users who each think a long time: N
+# users thinking N/λ seconds send λ requests per second, less the share of time they spend
+# waiting for answers, λ·R/N: below 1e-6 of it at a million users
+OPEN_LOOP_USERS = 1e6
+
+
+def rate_point(steps: Steps, rate: float, percentile: float = 90.0) -> LoadPoint:
+    """Requests arriving at ``rate`` per second (Poisson) on one replica: the
+    spread-arrivals load model (:func:`~estimator.load.load_point`) as its population grows
+    without bound at that rate."""
+    return load_point(steps, [OPEN_LOOP_USERS], OPEN_LOOP_USERS / rate, percentile)
 
 
 # trtllm-bench's byte sizes by quantisation (its BYTES_PER_ELEM; anything else counts 2)

@@ -246,3 +246,21 @@ def test_ttft_matches_simulator_with_many_users(case):
         assert lp.ttft_s[0] == pytest.approx(sim.ttft_mean_s, rel=0.2), share
         assert lp.ttft_pct_s[0] == pytest.approx(sim.ttft_p90_s, rel=0.25), share
         assert lp.tpot_s[0] == pytest.approx(sim.tpot_mean_s, rel=0.2), share
+
+
+def test_an_open_loop_is_a_closed_one_of_very_many_users():
+    """A request rate (Poisson arrivals) is the closed loop of very many users each thinking
+    long enough to send it: at a trickle a request finds the replica idle (its TTFT is a lone
+    prompt's); TTFT and TPOT rise with the rate."""
+    from estimator.harness import rate_point
+
+    st = steps_for("llama-3.1-8b", 1, 1000, 100)
+    alone = load_point(st, [1], 1e9).ttft_s[0]
+    assert rate_point(st, 1e-4).ttft_s[0] == pytest.approx(alone, rel=1e-3)
+    top = saturation_rate(st)
+    pts = [rate_point(st, f * top) for f in (0.1, 0.3, 0.5, 0.7, 0.9)]
+    assert np.all(np.diff([p.ttft_s[0] for p in pts]) > 0)
+    assert np.all(np.diff([p.tpot_s[0] for p in pts]) > 0)
+    assert [p.output_tokens_per_s[0] for p in pts] == pytest.approx(
+        [f * top * 100 for f in (0.1, 0.3, 0.5, 0.7, 0.9)], rel=1e-3
+    )

@@ -395,3 +395,47 @@ def test_a_row_is_scored_at_the_load_its_client_kept_in_flight():
     assert closed_loop(case, current_params([case.family])) != closed_loop(
         capped, current_params([case.family])
     )
+
+
+def test_open_loop_rows_are_scored_with_the_sizing_load_curve(report):
+    """A published run at a fixed request rate (Poisson arrivals) is scored with the very
+    load curve `curve`/`solve` use, for very many users whose think time sends that rate."""
+    import estimator
+    from estimator.harness import OPEN_LOOP_USERS
+    from estimator.load import ServingOptions
+
+    case = next(c for c in report.cases if c.kind == "open" and c.metric == "ttft_ms")
+    assert not case.fit  # scored, not fitted
+    p = current_params(sorted({c.family for c in report.cases}))
+    ev = case.ev
+    think = OPEN_LOOP_USERS / case.rate
+    c = estimator.curve(
+        ev.model.name,
+        ev.gpu.name,
+        ev.par.tp * ev.par.pp,
+        tp=ev.par.tp,
+        pp=ev.par.pp,
+        weights=ev.wfmt.name,
+        kv=ev.kvfmt.name,
+        engine=ev.engine.name,
+        input_tokens=case.isl,
+        output_tokens=case.osl,
+        users=[int(OPEN_LOOP_USERS)],
+        serving=ServingOptions(think_time_s=think),
+    )
+    assert closed_loop(case, p) == pytest.approx(c.points[0]["ttft_s"] * 1e3, rel=1e-6)
+
+
+def test_open_loop_rows_without_a_steady_state_or_with_a_set_throughput_are_skipped():
+    """An open loop's throughput is the rate it was sent at; a burst shorter than a few
+    request lifetimes, or a run sent faster than the replica serves, has no steady state."""
+    rows = [r for r in load_rows(shipped_files()) if r.get("request_rate")]
+    ttft = next(r for r in rows if r["metric"] == "ttft_ms" and "BURST" not in r["notes"])
+    assert prepare(0, ttft).kind == "open"
+    for row, why in (
+        ({**ttft, "metric": "output_tok_s_total"}, "throughput is the arrival rate"),
+        ({**ttft, "notes": ttft["notes"] + " BURST"}, "no steady state"),
+        ({**ttft, "notes": ttft["notes"] + " QUEUEING-DOMINATED"}, "no steady state"),
+        ({**ttft, "concurrency_or_batch": "64"}, "concurrency cap"),
+    ):
+        assert why in prepare(0, row).reason
