@@ -187,8 +187,12 @@ class Evaluator:
         self.expert_flops_token = (
             2.0 * c.routed_experts * m.moe.top_k / m.moe.num_experts if m.is_moe else 0.0
         )
+        # and the lm_head's, run only for tokens sampled from: a prompt's last one in prefill
+        # (vLLM's logits indices, SGLang's logits processor, TensorRT-LLM's default)
+        head = 2.0 * (c.lm_head or c.embed)
         self.layers_per_stage = -(-m.num_layers // pp)
-        self._dense_flops_gpu = (self.matmul_flops_token - self.expert_flops_token) / self.gpus
+        self._dense_flops_gpu = (self.matmul_flops_token - self.expert_flops_token - head) / tp / pp
+        self._head_flops_gpu = head / self.gpus
         self._expert_flops_gpu = self.expert_flops_token / self.gpus
 
     def _activation_traffic_per_token(self) -> float:
@@ -310,18 +314,19 @@ class Evaluator:
         at = b * (m.attention_flops_prefill(n) + n * m.ssm_flops_per_token()) / self.gpus
         # pipeline fill: the prompts stream through the stages, one prompt crosses them all
         passes = 1.0 if self.pp == 1 else (b + self.pp - 1) / b
-        return self._pass(b * n, b * (kv + self.state_bytes), at, b, passes)
+        return self._pass(b * n, b * (kv + self.state_bytes), at, b, passes, logits=b)
 
-    def _pass(self, tokens, attn_bytes, attn_flops, seqs, passes) -> StepTimes:
-        """One stage pass of ``tokens`` tokens: the dense GEMMs (their weights and the
-        activations), the routed experts' grouped GEMMs (the experts those tokens touch) and
-        the attention kernels (``attn_bytes`` of KV cache and state, ``attn_flops``), each
-        its own roofline (:meth:`Machine.step`)."""
+    def _pass(self, tokens, attn_bytes, attn_flops, seqs, passes, logits=None) -> StepTimes:
+        """One stage pass of ``tokens`` tokens: the dense GEMMs (weights and activations; the
+        lm_head over the ``logits`` tokens sampled from, default all), the routed experts'
+        grouped GEMMs (the experts those tokens touch) and the attention kernels
+        (``attn_bytes`` of KV cache and state, ``attn_flops``), each its own roofline."""
         m = self.model
         touched = expert_touch(m.moe.top_k, m.moe.num_experts, tokens) if m.is_moe else 0.0
+        heads = tokens if logits is None else logits
         return self.machine.step(
             self.dense_stream + tokens * self.act_traffic,
-            tokens * self._dense_flops_gpu,
+            tokens * self._dense_flops_gpu + heads * self._head_flops_gpu,
             attn_flops,
             self._comm(tokens),
             self.layers_per_stage,

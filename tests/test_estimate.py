@@ -92,7 +92,8 @@ def test_prefill_compute_bound_hand_computed(h100):
     ev = Evaluator(m, h100, Parallel())
     n = 4096
     st = ev.prefill(1, n)
-    matmul = 2 * m.matmul_params_per_token * n
+    head = 128256 * 4096  # untied lm_head (vocab x hidden): logits of the last token only
+    matmul = 2 * (m.matmul_params_per_token - head) * n + 2 * head
     attn = 32 * 2 * 32 * (128 + 128) * n * (n + 1) / 2  # causal: half the square
     t = matmul / (989.4e12 * eff.compute) + attn / (989.4e12 * eff.compute)
     assert float(st.compute) == pytest.approx(t, rel=1e-6)
