@@ -273,20 +273,10 @@ def test_family_errors_not_worse_than_recorded():
         assert s[fam]["median_abs_pct"] <= rec + 2.0, (fam, s[fam], rec)
 
 
-def test_validate_scores_closed_loop_rows_with_the_sizing_load_curve(report):
-    """The very code `curve`/`estimate`/`solve` use: a published closed-loop TTFT row scored by
-    validate equals `estimator.curve` for the same replica, lengths, users and the harness's
-    arrivals (waves)."""
+def _curve_ttft_ms(case, users: int, serving) -> float:
+    """`estimator.curve`'s TTFT (ms) for a row's replica and lengths at ``users``."""
     import estimator
-    from calibration.params import current_params
-    from calibration.scoring import closed_loop
-    from estimator.load import ServingOptions
 
-    case = next(
-        c for c in report.cases
-        if c.kind == "closed" and c.metric == "ttft_ms" and c.replicas == 1
-    )  # fmt: skip
-    p = current_params(sorted({c.family for c in report.cases}))
     ev = case.ev
     c = estimator.curve(
         ev.model.name,
@@ -301,10 +291,25 @@ def test_validate_scores_closed_loop_rows_with_the_sizing_load_curve(report):
         engine=ev.engine.name,
         input_tokens=case.isl,
         output_tokens=case.osl,
-        users=[int(case.clients)],
-        serving=ServingOptions(arrivals="waves"),
+        users=[users],
+        serving=serving,
     )
-    assert closed_loop(case, p) == pytest.approx(c.points[0]["ttft_s"] * 1e3, rel=1e-6)
+    return c.points[0]["ttft_s"] * 1e3
+
+
+def test_validate_scores_closed_loop_rows_with_the_sizing_load_curve(report):
+    """The very code `curve`/`estimate`/`solve` use: a published closed-loop TTFT row scored by
+    validate equals `estimator.curve` for the same replica, lengths, users and the harness's
+    arrivals (waves)."""
+    from estimator.load import ServingOptions
+
+    case = next(
+        c for c in report.cases
+        if c.kind == "closed" and c.metric == "ttft_ms" and c.replicas == 1
+    )  # fmt: skip
+    p = current_params(sorted({c.family for c in report.cases}))
+    want = _curve_ttft_ms(case, int(case.clients), ServingOptions(arrivals="waves"))
+    assert closed_loop(case, p) == pytest.approx(want, rel=1e-6)
 
 
 def test_fit_runs_on_a_handful_of_rows(report):
@@ -400,30 +405,15 @@ def test_a_row_is_scored_at_the_load_its_client_kept_in_flight():
 def test_open_loop_rows_are_scored_with_the_sizing_load_curve(report):
     """A published run at a fixed request rate (Poisson arrivals) is scored with the very
     load curve `curve`/`solve` use, for very many users whose think time sends that rate."""
-    import estimator
     from estimator.harness import OPEN_LOOP_USERS
     from estimator.load import ServingOptions
 
     case = next(c for c in report.cases if c.kind == "open" and c.metric == "ttft_ms")
     assert not case.fit  # scored, not fitted
     p = current_params(sorted({c.family for c in report.cases}))
-    ev = case.ev
-    think = OPEN_LOOP_USERS / case.rate
-    c = estimator.curve(
-        ev.model.name,
-        ev.gpu.name,
-        ev.par.tp * ev.par.pp,
-        tp=ev.par.tp,
-        pp=ev.par.pp,
-        weights=ev.wfmt.name,
-        kv=ev.kvfmt.name,
-        engine=ev.engine.name,
-        input_tokens=case.isl,
-        output_tokens=case.osl,
-        users=[int(OPEN_LOOP_USERS)],
-        serving=ServingOptions(think_time_s=think),
-    )
-    assert closed_loop(case, p) == pytest.approx(c.points[0]["ttft_s"] * 1e3, rel=1e-6)
+    think = ServingOptions(think_time_s=OPEN_LOOP_USERS / case.rate)
+    want = _curve_ttft_ms(case, int(OPEN_LOOP_USERS), think)
+    assert closed_loop(case, p) == pytest.approx(want, rel=1e-6)
 
 
 def test_open_loop_rows_without_a_steady_state_or_with_a_set_throughput_are_skipped():
