@@ -23,18 +23,21 @@ bisection (see :func:`load_point`):
   engine admits with it + the request's own prefill (its FLOPs plus one iteration per
   chunk). Iterations that carry prompts are longer, so an arrival more likely lands in one:
   the residual is half the length-biased iteration ``T̄ + Var T/T̄ = t_iter/(1−ρ) + ρ·I·s``
-  (a Poisson count of prompts per iteration). The engine admits every prompt that arrived
+  (a Poisson count of prompts per iteration) where prompts share iterations; a prompt that
+  fills the budget alone is served one at a time, and the prefill queue's wait already holds
+  the residual of the one in service (the ``ρ·I·s`` term scales by the prompts the budget
+  holds beside this one, at most 1). The engine admits every prompt that arrived
   during that iteration, before or after this one, into the next (up to the chunk budget):
   ``λ·T̄_lb`` of them, each ``I·s``. Past saturation the closed-system response-time law
   ``N = X·C`` sets TTFT, which then grows linearly with users. Percentiles use exponential
-  tails of the waits, a uniform residual iteration and a normal tail of the admitted count.
+  tails of the waits, a uniform residual iteration and the Poisson quantile of the admitted
+  count.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
@@ -43,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .errors import EstimatorError
 from .knots import BATCH_KNOTS, interp_table, knots_upto
 from .llm import Evaluator
-from .queues import Repairman, tail_wait
+from .queues import Repairman, poisson_quantile, tail_wait
 
 
 class Speculative(BaseModel):
@@ -418,7 +421,7 @@ def load_point(
         # the iteration running on arrival, length-biased (see the module's docstring), and
         # the others' prompts admitted with this one: a request's own prefill does not wait
         # for those behind it in a queue, but it does share their iteration
-        t_lb = t_b / (1 - rho) + rho * s_pf
+        t_lb = t_b / (1 - rho) + rho * s_pf * np.minimum(admits, 1.0)
         together = np.minimum(lam * others * t_lb, admits)
         ttft = w_sl + w_pf + busy * (t_lb / 2 + together * s_pf) + own + st.request_s
         implied = n / (think_time_s + ttft + dec_time)
@@ -430,14 +433,10 @@ def load_point(
     ttft = np.where(saturated, np.maximum(ttft, law), ttft)
     p = percentile / 100.0
     # the iteration running on arrival has a uniform residual (its p-quantile is p·T̄_lb);
-    # the prompts admitted with this one are a Poisson count: a normal tail above its mean
-    m = lam * others * t_lb
-    z = NormalDist().inv_cdf(min(max(p, 1e-9), 1 - 1e-9))
-    together_p = np.minimum(m + z * np.sqrt(m), admits)
+    # the prompts admitted with this one are a Poisson count (its p-quantile)
+    together_p = poisson_quantile(lam * others * t_lb, p, np.broadcast_to(admits, lam.shape))
     waits = tail_wait(pw_pf, w_pf, p) + tail_wait(pw_sl, w_sl, p)
-    ttft_p = np.maximum(
-        own + st.request_s + busy * (p * t_lb + np.maximum(together_p, 0.0) * s_pf) + waits, ttft
-    )
+    ttft_p = np.maximum(own + st.request_s + busy * (p * t_lb + together_p * s_pf) + waits, ttft)
     in_flight = np.minimum(lam * (own + dec_time), c)
     demand = n * (own + dec_time) / (think_time_s + own + dec_time)  # KV slots wanted
     tpot = t_it / e

@@ -162,3 +162,22 @@ def tail_wait(pw, w, p: float):
             (w / np.maximum(pw, 1e-12)) * np.log(np.maximum(pw, 1e-300) / (1 - p)),
             0.0,
         )
+
+
+def poisson_quantile(mean, p: float, cap=np.inf):
+    """The ``p``-quantile of a Poisson count of ``mean``, continuous in ``mean``: the integer
+    quantile ``k`` (the least with ``P(K <= k) >= p``) less the share of ``P(K = k)`` not
+    needed to reach ``p`` (0 below the first step). Never above ``cap``."""
+    m = np.maximum(np.atleast_1d(np.asarray(mean, float)), 1e-300)
+    top = int(min(np.max(m + 10 * np.sqrt(m) + 10, initial=10), np.max(cap, initial=10) + 1))
+    k = np.arange(top + 1)
+    # in logs: no overflow for any mean
+    log_pmf = k[None, :] * np.log(m)[:, None] - m[:, None] - gammaln(k + 1.0)[None, :]
+    pmf = np.exp(log_pmf)
+    cdf = np.cumsum(pmf, axis=1)
+    j = np.minimum((cdf < p).sum(axis=1), top)  # the integer quantile
+    rows = np.arange(len(m))
+    over = (cdf[rows, j] - p) / np.maximum(pmf[rows, j], 1e-300)
+    q = np.maximum(j - np.clip(over, 0.0, 1.0), 0.0)
+    out = np.minimum(q, cap)
+    return out if np.ndim(mean) else float(out[0])

@@ -109,3 +109,19 @@ def test_upper_incomplete_gamma_matches_scipy():
     assert (floored[low] == 0).mean() > 0.9
     high = converged & (ref > 1e-240)
     np.testing.assert_allclose(floored[high], got[high], rtol=0)
+
+
+def test_poisson_quantile_is_continuous_and_meets_the_integer_one():
+    """The p-quantile of a Poisson count: 0 while P(K = 0) covers p, then rising
+    continuously to the integer quantile at each step (scipy's ppf, hand-checked values:
+    mean 1 -> 2, mean 4 -> 7, mean 20 -> 26 at p = 0.9); never above its cap."""
+    from estimator.queues import poisson_quantile
+
+    assert poisson_quantile(0.0, 0.9) == 0.0
+    assert poisson_quantile(0.1, 0.9) == 0.0  # e^-0.1 = 0.905 >= 0.9
+    for mean, k in ((1.0, 2), (4.0, 7), (20.0, 26)):
+        assert k - 1 < poisson_quantile(mean, 0.9) <= k
+    x = np.linspace(0, 30, 3001)
+    q = poisson_quantile(x, 0.9)
+    assert np.all(np.diff(q) >= 0) and np.max(np.diff(q)) < 0.1
+    assert poisson_quantile(np.array([50.0]), 0.9, cap=np.array([12.0]))[0] == 12.0
