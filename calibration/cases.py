@@ -242,6 +242,15 @@ def frontend_of(framework: str, engine: str) -> str:
     return engine
 
 
+def load_label(row: dict) -> str:
+    """The load a row was measured at, for tables: its clients (or batch), its request rate
+    (an open loop), or 'max' (offline, the engine's largest batch)."""
+    if row.get("concurrency_or_batch"):
+        return str(row["concurrency_or_batch"])
+    rate = _float(row.get("request_rate"))
+    return f"{rate:g}/s" if rate else "max"
+
+
 def source_key(src: str) -> str:
     """Group rows by publication for leave-one-source-out: a repository (owner/name) or a
     web page's site and first path segment (mirrors grouped with what they mirror)."""

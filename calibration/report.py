@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from . import display_name
-from .cases import Case, Skipped, _int, load_rows, prepare
+from .cases import Case, Skipped, _int, load_label, load_rows, prepare
 from .fit import Batch, cross_validate, error_pct, finite, summarise
 from .memory import memory_check, memory_summary
 from .params import current_params
@@ -192,7 +192,7 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
                 f"TP{c.row.get('tp')}",
                 c.row.get("weight_dtype"),
                 f"{c.isl}/{c.osl}",
-                c.row.get("concurrency_or_batch") or "max",
+                load_label(c.row),
                 c.metric,
                 f"{c.measured:g}",
                 f"{pred[i]:.4g}",

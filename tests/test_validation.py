@@ -429,3 +429,11 @@ def test_open_loop_rows_without_a_steady_state_or_with_a_set_throughput_are_skip
         ({**ttft, "concurrency_or_batch": "64"}, "concurrency cap"),
     ):
         assert why in prepare(0, row).reason
+
+
+def test_tables_name_the_load_a_row_was_measured_at():
+    from calibration.cases import load_label
+
+    assert load_label({"concurrency_or_batch": "64"}) == "64"
+    assert load_label({"concurrency_or_batch": "", "request_rate": "4"}) == "4/s"
+    assert load_label({"concurrency_or_batch": ""}) == "max"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from calibration.cases import load_label
 from calibration.memory import memory_summary
 from calibration.report import Validation, _fmt_stats, coverage, coverage_line
 
@@ -16,7 +17,7 @@ def validation_text(v: Validation) -> str:
             r.get("tp"),
             r.get("weight_dtype"),
             f"{r.get('isl')}/{r.get('osl')}",
-            r.get("concurrency_or_batch") or "max",
+            load_label(r),
             r["metric"],
             r["value"],
             "-" if r["predicted"] is None else f"{r['predicted']:.4g}",
