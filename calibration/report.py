@@ -285,7 +285,7 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         "- Arrivals spread in time (the planner's default for people) are checked only by the",
         "  open-loop runs (`llm_measured_open_loop.csv`, Poisson request rates, scored not",
         "  fitted): 24 rows from two repositories. Llama-3.3-70B on 8xA100-40GB under vLLM",
-        "  (18 rows) reads within 14% (TTFT +12 to +22% but +78% where the measured TTFT at",
+        "  (18 rows) reads 14% median (TTFT +13 to +23% but +79% where the measured TTFT at",
         "  4 req/s is below its own 1 req/s; TP4xPP2 ITL -13 to -24%); the small models miss",
         "  by far more: Llama-3.2-3B on A100 under SGLang saturates at 16 req/s in the model",
         "  where the run kept up (its prefill at the A100's default compute share, which no",

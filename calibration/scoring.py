@@ -38,7 +38,7 @@ def efficiency_of(
     )
 
 
-def closed_loop(case: Case, params) -> float:
+def serving_metric(case: Case, params) -> float:
     """The row's metric from the sizing model's load point (nan if it cannot be evaluated):
     at the row's clients per replica, or (an open loop) at its request rate per replica."""
     eff = efficiency_of(params, case.family, case.ev.engine.name, case.precision, case.server)
@@ -68,9 +68,10 @@ def closed_loop(case: Case, params) -> float:
 
 
 def score(cases: list[Case], params, surrogate: np.ndarray) -> np.ndarray:
-    """The surrogate's predictions with every closed-loop row replaced by the sizing model's."""
+    """The surrogate's predictions with every serving row (closed or open loop) replaced by the
+    sizing model's."""
     out = np.array(surrogate, float)
     for i, c in enumerate(cases):
         if c.kind in ("closed", "open"):
-            out[i] = closed_loop(c, params)
+            out[i] = serving_metric(c, params)
     return out

@@ -14,7 +14,7 @@ from calibration import report as rp
 from calibration import shipped_dir, shipped_files
 from calibration.cases import load_rows, prepare
 from calibration.params import current_params
-from calibration.scoring import closed_loop
+from calibration.scoring import serving_metric
 from estimator import Evaluator, Parallel, get_gpu, get_model
 from estimator.efficiency import calibration
 from estimator.harness import lockstep, trtllm_bench_batch
@@ -309,7 +309,7 @@ def test_validate_scores_closed_loop_rows_with_the_sizing_load_curve(report):
     )  # fmt: skip
     p = current_params(sorted({c.family for c in report.cases}))
     want = _curve_ttft_ms(case, int(case.clients), ServingOptions(arrivals="waves"))
-    assert closed_loop(case, p) == pytest.approx(want, rel=1e-6)
+    assert serving_metric(case, p) == pytest.approx(want, rel=1e-6)
 
 
 def test_fit_runs_on_a_handful_of_rows(report):
@@ -361,15 +361,15 @@ def test_the_stack_time_is_the_front_ends(report):
     from dataclasses import replace
 
     from calibration.params import current_params
-    from calibration.scoring import closed_loop
+    from calibration.scoring import serving_metric
 
     nim = [c for c in report.cases if c.frontend == "nim" and c.metric == "ttft_ms"]
     assert nim
     one = min(nim, key=lambda c: c.clients)
     p = current_params([one.family])
     p.requests = {"trtllm": 90.0}
-    through_nim = closed_loop(one, p)
-    through_serve = closed_loop(replace(one, frontend=""), p)
+    through_nim = serving_metric(one, p)
+    through_serve = serving_metric(replace(one, frontend=""), p)
     assert through_serve - through_nim == pytest.approx(90.0, rel=1e-6)
     fitted, info = f.fit([c for c in report.cases if c.fit])
     assert "nim" not in fitted.requests and fitted.requests.get("trtllm", 0) > 0
@@ -397,7 +397,7 @@ def test_a_row_is_scored_at_the_load_its_client_kept_in_flight():
     assert case.clients == pytest.approx(float(row["mean_in_flight"]) / case.replicas)
     capped = prepare(0, {**row, "mean_in_flight": ""})
     assert capped.clients == pytest.approx(float(row["concurrency_or_batch"]) / case.replicas)
-    assert closed_loop(case, current_params([case.family])) != closed_loop(
+    assert serving_metric(case, current_params([case.family])) != serving_metric(
         capped, current_params([case.family])
     )
 
@@ -413,7 +413,7 @@ def test_open_loop_rows_are_scored_with_the_sizing_load_curve(report):
     p = current_params(sorted({c.family for c in report.cases}))
     think = ServingOptions(think_time_s=OPEN_LOOP_USERS / case.rate)
     want = _curve_ttft_ms(case, int(OPEN_LOOP_USERS), think)
-    assert closed_loop(case, p) == pytest.approx(want, rel=1e-6)
+    assert serving_metric(case, p) == pytest.approx(want, rel=1e-6)
 
 
 def test_open_loop_rows_without_a_steady_state_or_with_a_set_throughput_are_skipped():
