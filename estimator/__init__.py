@@ -38,7 +38,7 @@ _WHERE = {
     "Evaluator": ".llm",
     "Workload": ".llm",
     "estimate_replica": ".llm",
-    "expert_touch": ".llm",
+    "expert_touch": ".routing",
     "parallel_for": ".llm",
     "ServingOptions": ".load",
     "Speculative": ".load",
@@ -71,8 +71,9 @@ if TYPE_CHECKING:  # for type checkers and editors: the names as if imported eag
     from .errors import AmbiguousNameError, EstimatorError, SplitError, UnknownNameError
     from .families import FamilyEstimate, FamilyOptions, family_catalog, get_family_model
     from .hardware import Accelerator
-    from .llm import Estimate, Evaluator, Workload, estimate_replica, expert_touch, parallel_for
+    from .llm import Estimate, Evaluator, Workload, estimate_replica, parallel_for
     from .load import ServingOptions, Speculative
     from .model import LanguageModel
     from .parallel import Parallel, check_split
     from .resolve import all_model_names, get_any_model, get_model
+    from .routing import expert_touch

@@ -26,7 +26,8 @@ from .hardware import Accelerator
 from .memory_box import MemoryBox
 from .model import LanguageModel
 from .parallel import Parallel, check_block_quant, check_split
-from .roofline import ACT_BYTES, Machine, StepTimes
+from .roofline import ACT_BYTES, Machine, StepTimes, slower
+from .routing import expert_touch, ranks_reached
 
 EMBED_BYTES = (
     2.0  # quantisation recipes (AWQ, GPTQ, ModelOpt FP8/FP4) keep embeddings and lm_head 16-bit
@@ -40,25 +41,6 @@ class Workload(BaseModel):
     input_tokens: int = Field(ge=1)
     output_tokens: int = Field(ge=1)
     batch: int = Field(1, ge=1)
-
-
-def expert_touch(k: int, experts: int, tokens):
-    """Share of experts a step's tokens route to: 1 − (1 − k/E)^tokens (uniform routing)."""
-    return 1.0 - (1.0 - k / experts) ** np.asarray(tokens, float)
-
-
-def ranks_reached(k: int, experts: int, ranks: int) -> float:
-    """Expected expert-parallel ranks one token's ``k`` distinct experts sit on (its own
-    included), the ``experts`` spread evenly over ``ranks``: ``ranks x (1 - C(E - E/r, k) /
-    C(E, k))``. A dispatch sends a token once to each rank holding one of its experts (and
-    the combine returns one partial sum from each), not once per expert."""
-    if ranks <= 1:
-        return 1.0
-    others = experts - experts / ranks
-    miss = 1.0
-    for j in range(k):  # P(none of the k experts on a given rank), drawn without replacement
-        miss *= max(others - j, 0.0) / (experts - j)
-    return ranks * (1.0 - miss)
 
 
 class Evaluator:
@@ -109,7 +91,8 @@ class Evaluator:
             share = -(-m.num_layers // pp) / m.num_layers
             ends = max(c.embed + c.extra, c.lm_head) * EMBED_BYTES / tp
         self.weight_bytes = (layer_nonexpert + layer_expert) * wb * share + ends
-        # streamed per decode step, per GPU (stages balanced; lm_head spread over stages)
+        # streamed per pass, per GPU, by a balanced stage: 1/pp of the layers and of the lm_head
+        # (a decode step reads its slowest stage's: decode_step)
         lm_stream = (c.lm_head if c.lm_head else c.embed) * EMBED_BYTES / tp
         self._layer_stream = layer_nonexpert * wb / pp  # the weight format's bytes
         self._lm_stream = lm_stream / pp  # 16-bit whatever the format
@@ -242,12 +225,6 @@ class Evaluator:
         return 1.0 / self.eff.int4_stream if self.wfmt.name == "int4" else 1.0
 
     @property
-    def dense_stream(self) -> float:
-        """Weight bytes of the always-on layers one decode step streams per GPU (the stages
-        balanced; the lm_head spread over them), at the format's streaming cost."""
-        return self._layer_stream * self._stream_scale() + self._lm_stream
-
-    @property
     def expert_stream(self) -> float:
         """Weight bytes of every routed expert per GPU, at the format's streaming cost."""
         return self._expert_stream * self._stream_scale()
@@ -270,15 +247,15 @@ class Evaluator:
         return np.minimum(out, 1e9).astype(np.int64)
 
     # ---- time -------------------------------------------------------------------------
-    def _comm(self, tokens):
+    def _comm(self, tokens, share: float = 1.0):
         """Interconnect seconds for one stage's pass over ``tokens`` tokens: per layer, the
         attention's all-reduce and the MLP's (for MoE layers under EP, an all-to-all dispatch
         and combine instead); plus the send to the next pipeline stage. Under attention-DP
         each rank attends over its own sequences: no collective for attention; the MLP
         gathers the tokens and scatters its results (all-gather + reduce-scatter, one
-        all-reduce's bytes)."""
+        all-reduce's bytes). ``share``: the stage's layers over a balanced stage's."""
         m, mc = self.model, self.machine
-        layers = self.layers_per_stage
+        layers = self.layers_per_stage * share
         ar = mc.tp_comm(tokens, m.hidden_size, layers, per_layer=1)
         attention = 0.0 if self.par.attention_dp else ar
         mlp = ar
@@ -301,8 +278,16 @@ class Evaluator:
         q = tokens_per_seq
         kv = m.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
         at = micro * q * (m.attention_flops_decode(context) + m.ssm_flops_per_token()) / self.gpus
-        # PP: a token crosses every stage in turn
-        return self._pass(micro * q, micro * (kv + 2 * self.state_bytes), at, b, self.pp)
+        args = (micro * q, micro * (kv + 2 * self.state_bytes), at, b, self.pp)
+        if self.pp == 1:
+            return self._pass(*args)
+        # PP: a token crosses every stage in turn, and the micro-batches advance at the pace
+        # of the slowest stage: the last holds the lm_head (16-bit, often several layers'
+        # bytes in a quantised model) beside floor(L/pp) layers; the others ceil(L/pp) at
+        # most (vLLM get_pp_indices, TensorRT-LLM Mapping.pp_layers)
+        per = self.layers_per_stage / m.num_layers * self.pp  # of a balanced stage's layers
+        last = (m.num_layers // self.pp) / m.num_layers * self.pp
+        return slower(self._pass(*args, stage=(per, 0.0)), self._pass(*args, stage=(last, self.pp)))
 
     def prefill(self, batch, input_tokens) -> StepTimes:
         """Prefill of ``batch`` prompts of ``input_tokens`` arriving together on an idle replica.
@@ -316,25 +301,31 @@ class Evaluator:
         passes = 1.0 if self.pp == 1 else (b + self.pp - 1) / b
         return self._pass(b * n, b * (kv + self.state_bytes), at, b, passes, logits=b)
 
-    def _pass(self, tokens, attn_bytes, attn_flops, seqs, passes, logits=None) -> StepTimes:
+    def _pass(
+        self, tokens, attn_bytes, attn_flops, seqs, passes, logits=None, stage=(1.0, 1.0)
+    ) -> StepTimes:
         """One stage pass of ``tokens`` tokens: the dense GEMMs (weights and activations; the
         lm_head over the ``logits`` tokens sampled from, default all), the routed experts'
         grouped GEMMs (the experts those tokens touch) and the attention kernels
-        (``attn_bytes`` of KV cache and state, ``attn_flops``), each its own roofline."""
+        (``attn_bytes`` of KV cache and state, ``attn_flops``), each its own roofline.
+        ``stage``: the stage's layers and lm_head over a balanced stage's (1/pp of each)."""
         m = self.model
+        ls, hs = stage
         touched = expert_touch(m.moe.top_k, m.moe.num_experts, tokens) if m.is_moe else 0.0
         heads = tokens if logits is None else logits
         return self.machine.step(
-            self.dense_stream + tokens * self.act_traffic,
-            tokens * self._dense_flops_gpu + heads * self._head_flops_gpu,
-            attn_flops,
-            self._comm(tokens),
+            (self._layer_stream * self._stream_scale() + tokens * self.act_traffic) * ls
+            + self._lm_stream * hs,
+            tokens * self._dense_flops_gpu * ls,
+            attn_flops * ls,
+            self._comm(tokens, ls),
             self.layers_per_stage,
             seqs,
             passes,
-            attn_bytes=attn_bytes,
-            expert_bytes=self.expert_stream * touched,
-            expert_flops=tokens * self._expert_flops_gpu if m.is_moe else 0.0,
+            attn_bytes=attn_bytes * ls,
+            expert_bytes=self.expert_stream * touched * ls,
+            expert_flops=tokens * self._expert_flops_gpu * ls if m.is_moe else 0.0,
+            head_flops=heads * self._head_flops_gpu * hs,
         )
 
 

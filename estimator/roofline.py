@@ -52,6 +52,14 @@ class StepTimes:
         return names[np.argmax(stack, axis=0)]
 
 
+def slower(a: StepTimes, b: StepTimes) -> StepTimes:
+    """Elementwise, the step of the two that takes longer (e.g. the slowest pipeline stage)."""
+    pick = np.asarray(b.total) > np.asarray(a.total)
+    return StepTimes(
+        **{f: np.where(pick, getattr(b, f), getattr(a, f)) for f in StepTimes.__dataclass_fields__}
+    )
+
+
 class Machine:
     """One replica's GPUs: peak FLOPS in the precision the math really runs in, achieved
     bandwidth, and the links its collectives cross."""
@@ -78,6 +86,7 @@ class Machine:
     def _set(self, eff: Efficiency) -> None:
         self.eff = eff
         self.peak = self.gpu.peak_flops(self.precision) * eff.compute
+        # attention and the lm_head run in 16-bit whatever the weights' format
         self.peak_attn = self.gpu.peak_flops(self.attn_precision) * eff.compute
         self.bw = self.gpu.bandwidth_bytes_s * eff.memory
 
@@ -111,16 +120,19 @@ class Machine:
         attn_bytes=0.0,
         expert_bytes=0.0,
         expert_flops=0.0,
+        head_flops=0.0,
     ) -> StepTimes:
         """One stage's rooflines plus collectives and per-layer overhead, times the stage
         passes, plus the host's per-step and per-sequence work. The pass is three kernel groups
         one after another, each its own roofline: the GEMMs (``stage_bytes``: weights and
         activations; ``mm_flops``), the routed experts' GEMMs (``expert_bytes``,
         ``expert_flops``) and attention (``attn_bytes``: KV cache and state; ``attn_flops``).
+        ``head_flops``: the lm_head's, at the 16-bit peak (quantisation recipes leave it
+        16-bit, so its GEMM runs in 16-bit whatever the layers' format).
         Kernels of a layer run in turn, so a memory-bound attention or expert GEMM does not
         hide behind compute-bound dense GEMMs (language models, leave-one-source-out over
         898 rows: throughput 13.8 -> 13.0%)."""
-        t_mm = mm_flops / self.peak
+        t_mm = mm_flops / self.peak + head_flops / self.peak_attn
         t_at = attn_flops / self.peak_attn
         t_mem = stage_bytes / self.bw
         over = layers * self.eff.layer_overhead_us * 1e-6
@@ -141,7 +153,7 @@ class Machine:
             overhead=times(over) + host,
             total=times(stage) + host,
             bytes_per_gpu=stage_bytes + attn_bytes + expert_bytes,
-            flops_per_gpu=mm_flops + attn_flops + expert_flops,
+            flops_per_gpu=mm_flops + attn_flops + expert_flops + head_flops,
             attn_memory=times(a_mem),
             attn_compute=times(t_at),
             expert_memory=times(e_mem),

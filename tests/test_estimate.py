@@ -134,7 +134,7 @@ def test_a_dispatch_reaches_each_rank_once():
     r x (1 - C(E - E/r, k) / C(E, k)) ranks, its own included."""
     from math import comb
 
-    from estimator.llm import ranks_reached
+    from estimator.routing import ranks_reached
 
     # Qwen3-30B-A3B (128 experts, top-8) over 2 ranks: nearly always both, not 8 copies
     assert ranks_reached(8, 128, 2) == pytest.approx(2 * (1 - comb(64, 8) / comb(128, 8)))
@@ -230,6 +230,39 @@ def test_pipeline_parallel_does_not_speed_up_single_stream(llama70, h100):
     tp2 = Evaluator(llama70, h100, Parallel(tp=2), weights="fp8").decode_step(1, 1000).total
     pp2 = Evaluator(llama70, h100, Parallel(pp=2), weights="fp8").decode_step(1, 1000).total
     assert pp2 > tp2
+
+
+def test_pipeline_decode_runs_at_its_slowest_stage(llama70, h100):
+    """Llama-3.3-70B in FP8 over 8 pipeline stages: each holds 80/8 = 10 layers of 855.6 M
+    weights (q 8192x8192, k and v 8192x1024, o 8192x8192, MLP 3x8192x28672: 1 byte each) and
+    the last also the 16-bit lm_head (128,256 x 8192 x 2 B = 2.10 GB, about 2.5 layers). At
+    batch 1 the micro-batch crosses the stages in turn at the last stage's pace: 8 x (10
+    layers + lm_head) of weight bytes a token, 21% more than one GPU streaming every weight
+    once."""
+    layer = 8192 * 8192 * 2 + 2 * 8192 * 1024 + 3 * 8192 * 28672
+    head = 128256 * 8192 * 2.0
+    expected = 8 * (10 * layer + head) / (80 * layer + head)
+    assert expected == pytest.approx(1.2085, abs=1e-3)
+    one = Evaluator(llama70, h100, Parallel(), weights="fp8").decode_step(1, 100)
+    pp8 = Evaluator(llama70, h100, Parallel(pp=8), weights="fp8").decode_step(1, 100)
+    dense = lambda st: float(st.memory - st.attn_memory)  # noqa: E731 (weights + activations)
+    assert dense(pp8) / dense(one) == pytest.approx(expected, rel=0.005)
+
+
+def test_lm_head_computes_in_16_bit_under_quantised_weights(h100):
+    """FP8 Llama-3.1-8B decoding 512 sequences: the layers' GEMMs run at the FP8 peak, the
+    16-bit lm_head's (2 x 128,256 x 4096 FLOPs a token) at the BF16 peak (989.4 TFLOPS, half
+    of FP8's), attention at BF16 too."""
+    m = get_model("llama-3.1-8b")
+    eff = efficiency_for(efficiency_key(h100), "fp8")
+    ev = Evaluator(m, h100, Parallel(), weights="fp8")
+    b, ctx = 512, 1000
+    st = ev.decode_step(b, ctx)
+    head = 2 * 128256 * 4096 * b
+    layers = 2 * (m.matmul_params_per_token - 128256 * 4096) * b
+    attn = 32 * 2 * 32 * (128 + 128) * ctx * b  # QK and PV over the context, every head
+    t = layers / (1978.9e12 * eff.compute) + (head + attn) / (989.4e12 * eff.compute)
+    assert float(st.compute) == pytest.approx(t, rel=1e-3)
 
 
 def test_max_batch_is_the_fit_boundary(llama70, h100):
