@@ -253,9 +253,9 @@ class Evaluator:
         and combine instead); plus the send to the next pipeline stage. Under attention-DP
         each rank attends over its own sequences: no collective for attention; the MLP
         gathers the tokens and scatters its results (all-gather + reduce-scatter, one
-        all-reduce's bytes). ``share``: the stage's layers over a balanced stage's."""
+        all-reduce's bytes). ``share``: the stage's layers over a balanced stage's (L/pp)."""
         m, mc = self.model, self.machine
-        layers = self.layers_per_stage * share
+        layers = m.num_layers / self.pp * share
         ar = mc.tp_comm(tokens, m.hidden_size, layers, per_layer=1)
         attention = 0.0 if self.par.attention_dp else ar
         mlp = ar
