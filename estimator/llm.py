@@ -285,6 +285,8 @@ class Evaluator:
         # of the slowest stage: the last holds the lm_head (16-bit, often several layers'
         # bytes in a quantised model) beside floor(L/pp) layers; the others ceil(L/pp) at
         # most (vLLM get_pp_indices, TensorRT-LLM Mapping.pp_layers)
+        if m.num_layers % self.pp == 0:  # every stage alike but the last's lm_head: the last
+            return self._pass(*args, stage=(1.0, self.pp))
         per = self.layers_per_stage / m.num_layers * self.pp  # of a balanced stage's layers
         last = (m.num_layers // self.pp) / m.num_layers * self.pp
         return slower(self._pass(*args, stage=(per, 0.0)), self._pass(*args, stage=(last, self.pp)))
