@@ -113,6 +113,7 @@ def solve(
     work_limit: float = WORK_LIMIT,
     purchases: list[Purchase] | None = None,
     cost_floor: int | None = None,
+    start: Solution | None = None,
 ) -> Solution:
     """Cheapest fleet covering ``required`` units per workload. With ``purchases``, the fleet
     is whole units (servers, instances) with the replicas packed onto them, plus the fixed
@@ -156,6 +157,8 @@ def solve(
             ub = min(ub, limits.available[o.gpu] // o.gpus)
         ubx[i] = max(ub, 0)
     x = [m.new_int_var(0, ub, f"x{i}") for i, ub in enumerate(ubx)]
+    if start is not None:  # a known fleet (its replicas indexed as ``options``) seeds it
+        hint = [start.replicas.get(i, 0) for i in range(len(options))]
     for i in live:
         m.add_hint(x[i], hint[i])
     for w, idx in by_workload.items():
@@ -166,6 +169,11 @@ def solve(
     else:
         fleet = _units(m, options, live, x, ubx, buys, by_type_buys, limits)
     use, cost, power, gpus, counts = fleet.use, fleet.cost, fleet.power, fleet.gpus, fleet.counts
+    if start is not None and purchases is not None:
+        for j, v in enumerate(fleet.y):
+            if not isinstance(v, int):
+                m.add_hint(v, start.units.get(j, 0))
+                m.add_hint(fleet.spare[j], start.spares.get(j, 0))
     max_types = 1 if limits.single_type else limits.max_types
     if max_types is not None:
         m.add(sum(use.values()) <= max_types)
@@ -413,7 +421,12 @@ def _meets_limits(options: list[Option], sol: Solution, limits: Limits, exclude)
     power = sum(options[i].power_w * n for i, n in sol.replicas.items())
     if limits.power_cap_w is not None and power > limits.power_cap_w:
         return False
-    return all(_differs(by_type, prev) for prev in exclude or [])
+    return allowed(by_type, exclude or [])
+
+
+def allowed(by_type: dict[str, int], exclude: list[dict[str, int]]) -> bool:
+    """Whether a fleet (GPUs per type) is an alternative to every fleet in ``exclude``."""
+    return all(_differs(by_type, prev) for prev in exclude)
 
 
 def _differs(by_type: dict[str, int], prev: dict[str, int]) -> bool:

@@ -380,7 +380,12 @@ class SearchSpace:
         return {n: d.required for n, d in self.demands.items()}
 
     def run(
-        self, options: list[_Option], limits: Limits, exclude=None, cost_floor: int | None = None
+        self,
+        options: list[_Option],
+        limits: Limits,
+        exclude=None,
+        cost_floor: int | None = None,
+        start: Solution | None = None,
     ) -> Solution:
         return solve(
             [o.opt for o in options],
@@ -389,4 +394,5 @@ class SearchSpace:
             exclude,
             purchases=self.purchases,
             cost_floor=cost_floor,
+            start=start,
         )

@@ -6,6 +6,7 @@ import itertools
 import json
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -188,6 +189,44 @@ def test_a_cost_floor_changes_no_alternative(name):
     if len(space.required()) > 1:  # the floor is given to the search only where it helps
         above = space.run(space.options, limits, cost_floor=first.cost + 1)
         assert not above.found or above.cost >= first.cost + 1
+
+
+@pytest.mark.parametrize("name", ["two-workloads", "robot-fleet", "chat-assistant"])
+def test_a_start_fleet_changes_no_optimum(name):
+    """A known fleet given as the search's start (a hint, not a constraint) changes no
+    answer: with each one-type fleet as the start, the cheapest fleet and the next-best one
+    cost what they cost without it."""
+    space = SearchSpace(load_scenario(ROOT / "scenarios" / f"{name}.yaml"))
+    limits = space.limits()
+    first = space.run(space.options, limits)
+    second = space.run(space.options, limits, exclude=[first.gpus_by_type])
+    index = {id(o): i for i, o in enumerate(space.options)}
+    for gpu in sorted({o.opt.gpu for o in space.options}):
+        sub = [o for o in space.options if o.opt.gpu == gpu]
+        one = space.run(sub, space.limits(single_type=False))
+        if not one.found:
+            continue
+        start = replace(one, replicas={index[id(sub[i])]: n for i, n in one.replicas.items()})
+        assert space.run(space.options, limits, start=start).cost == first.cost
+        again = space.run(space.options, limits, exclude=[first.gpus_by_type], start=start)
+        assert again.found == second.found and again.cost == second.cost
+
+
+def test_a_next_best_fleet_of_one_type_reads_as_that_types_best_plan():
+    """Where a next-best fleet is a GPU type's best fleet, both tables show the same
+    replicas (the search starts from that fleet, so an equal-cost twin does not replace
+    it): robot-fleet's L4 and H100 alternatives."""
+    res = plan_scenario(load_scenario(ROOT / "scenarios" / "robot-fleet.yaml"))
+    best = {tuple(p.gpus_by_type.items()): p for p in res.per_gpu_best}
+    matched = 0
+    for p in res.alternatives:
+        twin = best.get(tuple(p.gpus_by_type.items()))
+        if twin is not None and twin.cost_usd == p.cost_usd:
+            assert [(a.workload, a.replicas, a.gpus_per_replica) for a in p.assignments] == [
+                (a.workload, a.replicas, a.gpus_per_replica) for a in twin.assignments
+            ]
+            matched += 1
+    assert matched >= 2
 
 
 def test_more_users_never_cost_less(tmp_path):
