@@ -375,8 +375,8 @@ def within_slots(demand, slots):
 def load_point(
     steps: Steps,
     users,
-    think_time_s: float = 0.0,
-    percentile: float = 90.0,
+    think_time_s=0.0,
+    percentile=90.0,
     config=None,
 ) -> LoadPoint:
     """Solve the closed-loop model for each user count. At a request rate ``λ`` everything
@@ -388,7 +388,8 @@ def load_point(
     the saturation rate the closed-system response-time law ``N = X·(think + TTFT + decode)``
     sets TTFT, which then grows linearly with users. ``steps`` stacked
     (:meth:`Steps.stack`): ``config`` gives each user count's configuration, and all are
-    solved together."""
+    solved together; ``think_time_s`` and ``percentile`` are one value for all, or one per
+    user count (replicas of several workloads solved together)."""
     n = np.atleast_1d(np.asarray(users, float))
     st = steps.at(config)
     o, e, i_tok = st.output_tokens, st.tokens_per_iter, st.input_tokens

@@ -153,7 +153,7 @@ class Repairman:
         return (p * (k >= c)).sum(axis=1), wq
 
 
-def tail_wait(pw, w, p: float):
+def tail_wait(pw, w, p):
     """The ``p``-quantile of a queueing wait that is zero with probability ``1 - pw`` and
     otherwise exponential with mean ``w / pw`` (the M/M/c conditional-wait shape)."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -164,10 +164,11 @@ def tail_wait(pw, w, p: float):
         )
 
 
-def poisson_quantile(mean, p: float, cap=np.inf):
-    """The ``p``-quantile of a Poisson count of ``mean``, continuous in ``mean``: the integer
-    quantile ``k`` (the least with ``P(K <= k) >= p``) less the share of ``P(K = k)`` not
-    needed to reach ``p`` (0 below the first step). Never above ``cap``."""
+def poisson_quantile(mean, p, cap=np.inf):
+    """The ``p``-quantile of a Poisson count of ``mean`` (``p``: one, or one per mean),
+    continuous in ``mean``: the integer quantile ``k`` (the least with ``P(K <= k) >= p``)
+    less the share of ``P(K = k)`` not needed to reach ``p`` (0 below the first step). Never
+    above ``cap``."""
     m = np.maximum(np.atleast_1d(np.asarray(mean, float)), 1e-300)
     top = int(min(np.max(m + 10 * np.sqrt(m) + 10, initial=10), np.max(cap, initial=10) + 1))
     k = np.arange(top + 1)
@@ -175,7 +176,9 @@ def poisson_quantile(mean, p: float, cap=np.inf):
     log_pmf = k[None, :] * np.log(m)[:, None] - m[:, None] - gammaln(k + 1.0)[None, :]
     pmf = np.exp(log_pmf)
     cdf = np.cumsum(pmf, axis=1)
-    j = np.minimum((cdf < p).sum(axis=1), top)  # the integer quantile
+    p = np.asarray(p, float)
+    p_row = p[:, None] if p.ndim else p  # one percentile for all, or one per mean
+    j = np.minimum((cdf < p_row).sum(axis=1), top)  # the integer quantile
     rows = np.arange(len(m))
     over = (cdf[rows, j] - p) / np.maximum(pmf[rows, j], 1e-300)
     q = np.maximum(j - np.clip(over, 0.0, 1.0), 0.0)

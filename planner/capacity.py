@@ -18,6 +18,7 @@ from estimator.bands import pessimistic_factor
 from estimator.curves import load_curve, users_past_saturation
 from estimator.load import Steps, load_point, prepare_steps, saturation_rate
 
+from . import seat_search
 from .workloads import LLMWorkload
 
 
@@ -51,16 +52,6 @@ def targets(w: LLMWorkload, ev: Evaluator) -> tuple[float | None, float | None]:
     ttft = w.ttft_s / pessimistic_factor("ttft", g, c, m) if w.ttft_s else None
     tps = w.tokens_per_s * pessimistic_factor("tpot", g, c, m) if w.tokens_per_s else None
     return ttft, tps
-
-
-def _ok(lp, w: LLMWorkload, ev: Evaluator):
-    ok = np.asarray(lp.fits, bool).copy()
-    ttft, tps = targets(w, ev)
-    if ttft:
-        ok &= lp.ttft_pct_s <= ttft
-    if tps:
-        ok &= lp.per_user_tokens_per_s >= tps
-    return ok
 
 
 def steps_for(ev: Evaluator, w: LLMWorkload, part: tuple | None = None):
@@ -243,59 +234,72 @@ def scan_capacity(
     ev: Evaluator, w: LLMWorkload, steps=None, split: tuple[int, int] | None = None
 ) -> Capacity:
     """Largest number of sessions whose TTFT (at the percentile) and per-user speed meet the
-    targets and whose KV demand fits (:func:`_search`). ``split``: a disaggregated unit
-    (prefill, decode replicas)."""
+    targets and whose KV demand fits (:func:`~planner.seat_search.search`). ``split``: a
+    disaggregated unit (prefill, decode replicas)."""
     st = steps or steps_for(ev, w)
     if st.slots < 1:
         return Capacity(0, "memory", float("inf"), 0.0, 0)
     curve, n_hi = _curve(ev, w, st, split)
-    search = _search(w, ev, st.slots, n_hi)
-    users = next(search)
-    while True:
-        try:
-            users = search.send(curve(users))
-        except StopIteration as done:
-            return done.value
+    ttft, tps = _nan_if_none(targets(w, ev))
+    found = seat_search.search(lambda users, _k: curve(users), [n_hi], [ttft], [tps])
+    return _capacities(found, [st.slots])[0]
 
 
-def llm_capacities(items: list[tuple[Evaluator, Steps]], w: LLMWorkload) -> list[Capacity]:
-    """:func:`llm_capacity` of many replicas of one workload, their load curves solved
-    together: each search step of every replica is one row block of one stacked
-    :func:`~estimator.load.load_point` call (rows are independent: the same numbers)."""
+def llm_capacities(items: list[tuple[Evaluator, Steps, LLMWorkload]]) -> list[Capacity]:
+    """:func:`llm_capacity` of many replicas, of one workload or several: their load curves
+    solved together, each search round one stacked :func:`~estimator.load.load_point` call
+    over every replica (rows are independent: the same numbers)."""
     out: list[Capacity | None] = [None] * len(items)
-    part = workload_part(w)
-    keys = [("capacity", *config_key(ev, w, None, part)) for ev, _ in items]
-    todo = []
-    for i, ((_ev, st), key) in enumerate(zip(items, keys, strict=True)):
+    parts: dict[int, tuple] = {}
+    todo, keys = [], []
+    for i, (ev, st, w) in enumerate(items):
+        part = parts.setdefault(id(w), workload_part(w))
+        key = ("capacity", *config_key(ev, w, None, part))
         if key in _MEMO:
             out[i] = memo(key, lambda: None)  # a hit: compute is not called
         elif st.slots < 1:
             out[i] = _remember(key, Capacity(0, "memory", float("inf"), 0.0, 0))
         else:
             todo.append(i)
+            keys.append(key)
     if todo:
-        think = w.serving().think_time_s
-        stacked = Steps.stack([items[i][1] for i in todo])
-        searches = {
-            k: _search(w, items[i][0], items[i][1].slots, users_past_saturation(items[i][1], think))
-            for k, i in enumerate(todo)
-        }
-        asks = {k: next(s) for k, s in searches.items()}
-        while asks:
-            order = list(asks)
-            users = np.concatenate([asks[k] for k in order])
-            config = np.concatenate([np.full(len(asks[k]), k) for k in order])
-            lp = _stacked_points(stacked, w, users, config)
-            start, nxt = 0, {}
-            for k in order:
-                part = lp.take(slice(start, start + len(asks[k])))
-                start += len(asks[k])
-                try:
-                    nxt[k] = searches[k].send(part)
-                except StopIteration as done:
-                    out[todo[k]] = _remember(keys[todo[k]], done.value)
-            asks = nxt
+        steps = [items[i][1] for i in todo]
+        loads = [items[i][2] for i in todo]
+        stacked = Steps.stack(steps)
+        think = np.array([w.serving().think_time_s for w in loads])
+        pct = np.array([w.ttft_percentile for w in loads])
+        goals = np.array(
+            [_nan_if_none(targets(w, items[i][0])) for i, w in zip(todo, loads, strict=True)]
+        )
+        n_hi = [users_past_saturation(st, t) for st, t in zip(steps, think.tolist(), strict=True)]
+
+        def evaluate(users, k):
+            return load_point(stacked, users, think[k], pct[k], config=k)
+
+        found = seat_search.search(evaluate, n_hi, goals[:, 0], goals[:, 1])
+        for i, key, cap in zip(
+            todo, keys, _capacities(found, [st.slots for st in steps]), strict=True
+        ):
+            out[i] = _remember(key, cap)
     return out  # type: ignore[return-value]
+
+
+def _nan_if_none(goals: tuple[float | None, float | None]) -> tuple[float, float]:
+    return tuple(float("nan") if g is None else g for g in goals)  # type: ignore[return-value]
+
+
+def _capacities(found: seat_search.Found, slots: list[int]) -> list[Capacity]:
+    return [
+        Capacity(int(u), b, float(t), float(v), int(s))
+        for u, b, t, v, s in zip(
+            found.units,
+            found.names(),
+            found.best_ttft_s,
+            found.best_tokens_per_s,
+            slots,
+            strict=True,
+        )
+    ]
 
 
 def _stacked_points(stacked: Steps, w: LLMWorkload, users, config):
@@ -303,45 +307,6 @@ def _stacked_points(stacked: Steps, w: LLMWorkload, users, config):
     workload's serving: users' arrivals spread in time, as :func:`_curve` gives one replica
     (the planner sizes for people, not a benchmark harness)."""
     return load_point(stacked, users, w.serving().think_time_s, w.ttft_percentile, config=config)
-
-
-def _search(w: LLMWorkload, ev: Evaluator, slots: int, n_hi: int):
-    """The capacity search, as a generator: it yields the user counts it needs evaluated and
-    is sent their load points; it returns the Capacity. A coarse geometric scan up to past
-    saturation, then scans of the bracket between the last count that passes and the first
-    that fails until they are one user apart."""
-    grid = np.unique(np.round(np.geomspace(1, n_hi, 10)))
-    lp = yield grid
-    best_ttft, best_tps = float(lp.ttft_pct_s[0]), float(lp.per_user_tokens_per_s[0])
-    ok = np.cumprod(_ok(lp, w, ev)).astype(bool)  # never past a count that fails
-    if not ok[0]:
-        return Capacity(0, _binding(lp, 0, w, ev), best_ttft, best_tps, slots)
-    i = int(ok.sum()) - 1
-    last = int(grid[i])
-    if i + 1 == len(grid):
-        return Capacity(last, "saturation", best_ttft, best_tps, slots)
-    # narrow [last pass, first fail] to one user: seats are what the fleet is sized by. The
-    # load curve is unique and monotone in users, so the passing counts are a prefix.
-    nxt, binding = int(grid[i + 1]), _binding(lp, i + 1, w, ev)
-    while nxt - last > 1:
-        inner = np.unique(np.round(np.linspace(last, nxt, min(nxt - last + 1, 16))))[1:-1]
-        lpf = yield inner
-        okf = np.cumprod(_ok(lpf, w, ev)).astype(bool)
-        j = int(okf.sum())
-        last = int(inner[j - 1]) if j else last
-        if j < len(inner):
-            nxt, binding = int(inner[j]), _binding(lpf, j, w, ev)
-    return Capacity(last, binding, best_ttft, best_tps, slots)
-
-
-def _binding(lp, k: int, w: LLMWorkload, ev: Evaluator) -> str:
-    """Which limit the user count at index ``k`` breaks first."""
-    if not lp.fits[k]:
-        return "memory"
-    _, tps = targets(w, ev)
-    if tps and lp.per_user_tokens_per_s[k] < tps:
-        return "tokens_per_s"
-    return "ttft"
 
 
 def operating_point(

@@ -5,7 +5,7 @@ load, as options for the optimiser. Options dominated within a GPU type are drop
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from estimator import (
     Accelerator,
@@ -53,6 +53,68 @@ class _Option:
     ev: object
     split: tuple[int, int] | None = None  # disaggregated unit: (prefill, decode) replicas
     family: FamilyCapacity | None = None  # non-LLM workloads: capacity and its metrics
+
+
+FIRST_STAGE = 4  # replica sizes searched together first: (almost) every type offers them
+# a search stage costs about as much as this many candidates' searches (its load-point calls'
+# fixed cost): a stage of fewer takes every larger size with it, some of them needlessly
+MERGE_BELOW = 32
+
+
+@dataclass
+class _LLMSearch:
+    """One language-model workload's candidates, grouped by (GPU type, replica size) in
+    enumeration order, and what its search has found so far."""
+
+    w: LLMWorkload
+    groups: dict[tuple[str, int], list]
+    per_gpu: dict[str, dict[int, float]] = field(default_factory=dict)  # best seats per GPU
+    seen: list = field(default_factory=list)  # (enumeration index, candidate, capacity)
+    best: dict = field(default_factory=dict)  # (type, GPUs) -> (seats, option)
+    order: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        members = (c for group in self.groups.values() for c, _ in group)
+        self.order = {id(c): i for i, c in enumerate(members)}
+
+    def stops(self, gpu: str, n: int) -> bool:
+        """Seats per GPU rise with replica size until the model has the bandwidth it needs,
+        then fall (more collectives, fewer GPUs' worth of work): once they fall, larger
+        replicas of this type are not worth offering."""
+        smaller = [v for size, v in self.per_gpu.get(gpu, {}).items() if size < n]
+        return len(smaller) >= 2 and smaller[-1] > 0 and smaller[-1] < smaller[-2]
+
+
+def _stage(searches: list[_LLMSearch], sizes: list[int]) -> list[tuple[_LLMSearch, list]]:
+    """The candidates to search for replicas of these sizes, each group's splits that no
+    other beats (:func:`~planner.capacity.pareto_splits`), skipping the GPU types that have
+    stopped growing."""
+    return [
+        (s, list(pareto_splits(members, s.w)))
+        for s in searches
+        for (gpu, n), members in s.groups.items()
+        if n in sizes and not s.stops(gpu, n)
+    ]
+
+
+def _first(t: tuple):
+    return t[0]
+
+
+def _undominated(kept: list[tuple[int, _Option]]) -> list[_Option]:
+    """Drop options dominated within a GPU type: no more units for as many GPUs."""
+    return [
+        o
+        for units, o in kept
+        if not any(
+            u2 >= units
+            and o2.opt.gpus <= o.opt.gpus
+            and o2 is not o
+            and o2.opt.gpu == o.opt.gpu
+            and (u2 > units or o2.opt.gpus < o.opt.gpus)
+            for u2, o2 in kept
+        )
+    ]
 
 
 class SearchSpace:
@@ -129,11 +191,17 @@ class SearchSpace:
         for w in sc.workloads:
             if KINDS[w.kind].note:
                 self.notes.append(KINDS[w.kind].note(w))
-        self.options: list[_Option] = []
         self.excluded: dict[str, list[tuple[str, str]]] = {}
         self.best_seen: dict[str, list[tuple[Candidate, Capacity]]] = {}
+        by_workload: dict[str, list[_Option]] = {}
+        searches = []
         for w in sc.workloads:
-            self._add_workload(w)
+            if w.name in llm:
+                searches.append(self._llm_search(w))
+            else:
+                by_workload[w.name] = self._family_options(w)
+        by_workload |= self._llm_options(searches)
+        self.options: list[_Option] = [o for w in sc.workloads for o in by_workload[w.name]]
 
     def _units_for(self, gpu: Accelerator) -> tuple[list[Unit], str]:
         """What this GPU type is bought or rented as, or why it cannot be."""
@@ -256,7 +324,7 @@ class SearchSpace:
             )
         return out
 
-    def _add_family_workload(self, w) -> None:
+    def _family_options(self, w) -> list[_Option]:
         """Every allowed GPU type x TP size (these families run TP only)."""
         model = self.family_models[w.name]
         self.excluded[w.name] = []
@@ -276,7 +344,7 @@ class SearchSpace:
                     kept.append((fc.units, _Option(opt, cand, cap, w, None, family=fc)))
                 tp *= 2
         self.best_seen[w.name] = seen
-        self._keep_undominated(kept)
+        return _undominated(kept)
 
     def _option(self, workload: str, gpu: Accelerator, n: int, units: int, key: tuple) -> Option:
         """A replica option at its GPUs' share of the type's cheapest unit per GPU (a lower
@@ -293,24 +361,9 @@ class SearchSpace:
             key,
         )
 
-    def _keep_undominated(self, kept: list[tuple[int, _Option]]) -> None:
-        """Drop options dominated within a GPU type: no more units for as many GPUs."""
-        for units, o in kept:
-            dominated = any(
-                u2 >= units
-                and o2.opt.gpus <= o.opt.gpus
-                and o2 is not o
-                and o2.opt.gpu == o.opt.gpu
-                and (u2 > units or o2.opt.gpus < o.opt.gpus)
-                for u2, o2 in kept
-            )
-            if not dominated:
-                self.options.append(o)
-
-    def _add_workload(self, w) -> None:
-        if not KINDS[w.kind].language_model:
-            self._add_family_workload(w)
-            return
+    def _llm_search(self, w: LLMWorkload) -> _LLMSearch:
+        """A language-model workload's candidates, checked and enumerated (capacities come
+        later, for every workload together: :meth:`_llm_options`)."""
         model = self.models[w.name]
         if w.max_model_len and w.input_tokens + w.output_tokens > w.max_model_len:
             raise ScenarioError(
@@ -328,36 +381,57 @@ class SearchSpace:
             model, self.gpus, self.sc.fleet.max_gpus_per_replica, w.weights, w.kv_cache, engine
         )
         self.excluded[w.name] = excluded
-        seen: list[tuple[Candidate, Capacity]] = []
-        best: dict[tuple[str, int], tuple[int, _Option]] = {}
-        per_gpu: dict[str, dict[int, float]] = {}  # gpu type -> size -> best seats per GPU
-        kept = list(pareto_splits(cands, w))
-        # every candidate's load curve solved in one stacked pass (some are then not used)
-        caps = llm_capacities([(ev, st) for _, ev, st in kept], w)
-        for (cand, ev, st), cap in zip(kept, caps, strict=True):
-            sizes = per_gpu.setdefault(cand.gpu.name, {})
-            smaller = [v for s, v in sizes.items() if s < cand.gpus]
-            if len(smaller) >= 2 and smaller[-1] > 0 and smaller[-1] < smaller[-2]:
-                # seats per GPU rise with replica size until the model has the bandwidth it
-                # needs, then fall (more collectives, fewer GPUs' worth of work): once they
-                # fall, larger replicas of this type are not worth offering
+        groups: dict[tuple[str, int], list] = {}
+        for cand, ev in cands:  # in order: by GPU type, then replica size
+            groups.setdefault((cand.gpu.name, cand.gpus), []).append((cand, ev))
+        return _LLMSearch(w, groups)
+
+    def _llm_options(self, searches: list[_LLMSearch]) -> dict[str, list[_Option]]:
+        """Every language-model workload's options. Replica sizes are searched in stages
+        (up to 4 GPUs, then 8, 16 ...), each stage's load curves solved together for every
+        workload: a GPU type whose seats per GPU have begun to fall offers no larger replica
+        (:meth:`_LLMSearch.stops`), so its larger candidates are never searched."""
+        sizes = sorted({n for s in searches for _, n in s.groups})
+        stage = [n for n in sizes if n <= FIRST_STAGE] or sizes[:1]
+        while stage:
+            todo = _stage(searches, stage)
+            if stage[0] > FIRST_STAGE and sum(len(kept) for _, kept in todo) < MERGE_BELOW:
+                # too few searches for a stage of their own to pay for its calls: every
+                # size left at once (the larger ones' stop rule then applies as offered)
+                stage = [n for n in sizes if n >= stage[0]]
+                todo = _stage(searches, stage)
+            caps = iter(llm_capacities([(ev, st, s.w) for s, kept in todo for _, ev, st in kept]))
+            for s, kept in todo:
+                for cand, ev, st in kept:
+                    self._offer(s, cand, ev, st, next(caps))
+            stage = [n for n in sizes if n > stage[-1]][:1]
+        out = {}
+        for s in searches:
+            self.best_seen[s.w.name] = [(c, cap) for _, c, cap in sorted(s.seen, key=_first)]
+            out[s.w.name] = _undominated(sorted(s.best.values(), key=lambda t: t[1].opt.key))
+        return out
+
+    def _offer(self, s: _LLMSearch, cand: Candidate, ev, st, cap: Capacity) -> None:
+        """One searched candidate: its replica (and disaggregated units) as options, unless
+        its type's seats per GPU have already begun to fall at smaller sizes."""
+        w = s.w
+        if s.stops(cand.gpu.name, cand.gpus):
+            return
+        sizes = s.per_gpu.setdefault(cand.gpu.name, {})
+        sizes[cand.gpus] = max(sizes.get(cand.gpus, 0.0), cap.units / cand.gpus)
+        s.seen.append((s.order[id(cand)], cand, cap))
+        units = [(cap, None)] if w.disaggregation != "only" else []
+        if w.disaggregation != "off" and cap.max_batch_memory >= 1:
+            units += [(llm_capacity(ev, w, st, split), split) for split in DISAGG_SPLITS]
+        for ucap, split in units:
+            if ucap.units < 1:
                 continue
-            sizes[cand.gpus] = max(sizes.get(cand.gpus, 0.0), cap.units / cand.gpus)
-            seen.append((cand, cap))
-            units = [(cap, None)] if w.disaggregation != "only" else []
-            if w.disaggregation != "off" and cap.max_batch_memory >= 1:
-                units += [(llm_capacity(ev, w, st, split), split) for split in DISAGG_SPLITS]
-            for ucap, split in units:
-                if ucap.units < 1:
-                    continue
-                n = cand.gpus * (sum(split) if split else 1)
-                opt = self._option(w.name, cand.gpu, n, ucap.units, cand.key() + (split or (0, 0)))
-                o = _Option(opt, cand, ucap, w, ev, split)
-                k = (cand.gpu.name, n)
-                if k not in best or ucap.units > best[k][0]:  # per type and size: best split
-                    best[k] = (ucap.units, o)
-        self.best_seen[w.name] = seen
-        self._keep_undominated(sorted(best.values(), key=lambda t: t[1].opt.key))
+            n = cand.gpus * (sum(split) if split else 1)
+            opt = self._option(w.name, cand.gpu, n, ucap.units, cand.key() + (split or (0, 0)))
+            o = _Option(opt, cand, ucap, w, ev, split)
+            k = (cand.gpu.name, n)
+            if k not in s.best or ucap.units > s.best[k][0]:  # per type and size: best split
+                s.best[k] = (ucap.units, o)
 
     def limits(self, single_type: bool | None = None) -> Limits:
         b, f, c = self.sc.budget, self.sc.fleet, self.sc.cost

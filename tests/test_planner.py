@@ -598,11 +598,12 @@ def test_robot_policy_too_fast_a_control_rate_names_the_fastest(tmp_path):
 @pytest.mark.parametrize("gpu,tp", [("h100-sxm", 2), ("mi300x", 4), ("b200", 4)])
 def test_capacity_is_the_exact_largest_passing_user_count(gpu, tp):
     """The bracketing search must land on the user count an exhaustive scan finds: one
-    user short over-buys GPUs, one over misses the target."""
+    user short over-buys GPUs, one over misses the target; and the limit it names is the
+    one the next user count breaks first."""
     import numpy as np
 
     from estimator import Evaluator, Parallel, get_gpu, get_model
-    from planner.capacity import _curve, _ok, llm_capacity, steps_for
+    from planner.capacity import _curve, llm_capacity, steps_for, targets
     from planner.scenario import load_scenario
 
     w = load_scenario(ROOT / "benchmarks" / "three_workloads.yaml").workloads[0]
@@ -610,8 +611,14 @@ def test_capacity_is_the_exact_largest_passing_user_count(gpu, tp):
     cap = llm_capacity(ev, w)
     curve, _ = _curve(ev, w, steps_for(ev, w), None)
     n = np.arange(1, int(cap.units * 1.3) + 3)
-    ok = np.cumprod(_ok(curve(n), w, ev)).astype(bool)
+    lp = curve(n)
+    ttft, tps = targets(w, ev)
+    fast = lp.per_user_tokens_per_s >= tps
+    ok = np.cumprod(np.asarray(lp.fits) & (lp.ttft_pct_s <= ttft) & fast).astype(bool)
     assert cap.units >= 2 and cap.units == int(n[ok.sum() - 1])
+    k = cap.units  # the index of one user more
+    want = "memory" if not lp.fits[k] else "tokens_per_s" if not fast[k] else "ttft"
+    assert cap.binding == want
 
 
 @pytest.mark.parametrize(

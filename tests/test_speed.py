@@ -66,12 +66,34 @@ def test_batched_capacity_search_equals_one_candidate_at_a_time():
     for ttft, tps in ((1.5, 20.0), (0.25, None), (30.0, None)):
         w = _chat(ttft_s=ttft, tokens_per_s=tps)
         capacity._MEMO.clear()
-        batched = llm_capacities(items, w)
+        batched = llm_capacities([(ev, st, w) for ev, st in items])
         capacity._MEMO.clear()
         alone = [scan_capacity(ev, w, st) for ev, st in items]
         assert batched == alone
         bindings |= {c.binding for c in alone}
     assert len(bindings) >= 2  # the searches ended on different limits
+
+
+def test_several_workloads_searched_together_equal_each_alone():
+    """Replicas of workloads with other think times, percentiles and targets share every
+    search round (their load points stacked, one think time and percentile per row): each
+    capacity is the one its workload's own search finds."""
+    quick = _chat(ttft_s=0.8, tokens_per_s=30.0)
+    people = _chat(ttft_s=3.0, think_time_s=30.0, ttft_percentile=99.0)
+    slow = _chat(tokens_per_s=12.0, ttft_percentile=50.0)
+    jobs = []
+    for w in (quick, people, slow):
+        for ev, _ in _steps():
+            jobs.append((ev, prepare_steps(ev, 1500, 300, w.serving()), w))
+    capacity._MEMO.clear()
+    together = llm_capacities(jobs)
+    for w in (quick, people, slow):
+        capacity._MEMO.clear()
+        mine = [(ev, st, x) for ev, st, x in jobs if x is w]
+        assert llm_capacities(mine) == [
+            c for c, (_, _, x) in zip(together, jobs, strict=True) if x is w
+        ]
+    assert len({c.units for c in together}) > 5
 
 
 def _least_root(table: np.ndarray, slots: int, k: float) -> float:

@@ -1,0 +1,122 @@
+"""The capacity search, vectorised over many replicas at once: for each, the most sessions
+whose load point meets its targets (TTFT at the percentile, per-user speed) and fits its KV
+slots. Every round evaluates the user counts of every open search in one call, then closes
+each search's bracket with array operations, not a Python loop per replica.
+
+A search scans a coarse geometric grid up to a count past saturation, then scans the
+bracket between the last count that passes and the first that fails (16 evenly spaced
+counts at most) until the two are one user apart. The load curve is monotone in users, so
+the passing counts are a prefix: a count that fails ends the prefix ("never past a count
+that fails").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+GRID = 10  # geometric grid points up to past saturation
+SCAN = 16  # evenly spaced counts per bracket scan, its two ends included
+BINDINGS = ("memory", "tokens_per_s", "ttft", "saturation")
+
+
+@dataclass
+class Found:
+    """Per search: seats, what stops it going higher (an index into :data:`BINDINGS`), and
+    the TTFT and per-user speed at one session."""
+
+    units: np.ndarray
+    binding: np.ndarray
+    best_ttft_s: np.ndarray
+    best_tokens_per_s: np.ndarray
+
+    def names(self) -> list[str]:
+        return [BINDINGS[b] for b in self.binding.tolist()]
+
+
+def search(
+    evaluate: Callable[[np.ndarray, np.ndarray], object],
+    n_hi,
+    ttft_s,
+    tokens_per_s,
+) -> Found:
+    """Seats of each search ``k`` (arrays over the searches: ``n_hi`` a user count past
+    saturation, the targets, NaN where a workload sets none). ``evaluate(users, k)`` returns
+    the load points (a LoadPoint's arrays) of those user counts, each on its own search's
+    replica."""
+    n_hi = np.asarray(n_hi, float)
+    ttft_s, tps = np.asarray(ttft_s, float), np.asarray(tokens_per_s, float)
+    count = len(n_hi)
+    units = np.zeros(count, np.int64)
+    binding = np.zeros(count, np.int64)
+    best_ttft, best_tps = np.full(count, np.inf), np.zeros(count)
+    # round 0: the grid (rounded to whole users; a repeated count is evaluated once)
+    grid = np.round(np.geomspace(1.0, n_hi, GRID, axis=1)) if count else np.zeros((0, GRID))
+    keep = np.ones(grid.shape, bool)
+    keep[:, 1:] = grid[:, 1:] != grid[:, :-1]
+    rows, users, ok, bind, lp = _round(evaluate, np.arange(count), grid, keep, ttft_s, tps)
+    starts = _starts(rows, count)
+    best_ttft[:] = np.asarray(lp.ttft_pct_s)[starts]  # the first grid count is one user
+    best_tps[:] = np.asarray(lp.per_user_tokens_per_s)[starts]
+    passed = _passed(ok, rows, starts, count)
+    lengths = np.diff(np.append(starts, len(rows)))
+    none = passed == 0
+    binding[none] = bind[starts[none]]
+    every = passed == lengths
+    units[every] = users[starts[every] + lengths[every] - 1].astype(np.int64)
+    binding[every] = BINDINGS.index("saturation")
+    mid = ~none & ~every
+    last = np.where(mid, users[starts + np.maximum(passed, 1) - 1], 0.0)
+    fail_at = starts + np.minimum(passed, lengths - 1)
+    nxt = np.where(mid, users[fail_at], 0.0)
+    binding[mid] = bind[fail_at[mid]]
+    open_ = np.flatnonzero(mid & (nxt - last > 1))
+    while open_.size:
+        lo, hi = last[open_], nxt[open_]
+        width = np.minimum(hi - lo + 1, SCAN)  # the counts of each scan, its ends included
+        j = np.arange(SCAN, dtype=float)[None, :]
+        # what np.linspace(lo, hi, width) computes, row by row, rounded to whole users
+        pts = np.round(j * ((hi - lo) / (width - 1))[:, None] + lo[:, None])
+        inner = (j >= 1) & (j <= (width - 2)[:, None])
+        rows, users, ok, bind, _ = _round(evaluate, open_, pts, inner, ttft_s, tps)
+        starts = _starts(rows, len(open_))
+        passed = _passed(ok, rows, starts, len(open_))
+        lengths = np.diff(np.append(starts, len(rows)))
+        moved = passed > 0
+        last[open_[moved]] = users[starts[moved] + passed[moved] - 1]
+        failed = passed < lengths
+        at = starts[failed] + passed[failed]
+        nxt[open_[failed]] = users[at]
+        binding[open_[failed]] = bind[at]
+        open_ = open_[nxt[open_] - last[open_] > 1]
+    units[mid] = last[mid].astype(np.int64)
+    return Found(units, binding, best_ttft, best_tps)
+
+
+def _round(evaluate, which: np.ndarray, pts: np.ndarray, keep: np.ndarray, ttft_s, tps):
+    """Evaluate the kept counts of each search in ``which`` (a row of ``pts`` each): for
+    each evaluated count its search's position in ``which``, the count, whether it passes,
+    and the limit it breaks first (an index into BINDINGS); and the load points."""
+    r, c = np.nonzero(keep)  # row-major: each search's counts together, in order
+    k, users = which[r], pts[r, c]
+    lp = evaluate(users, k)
+    fits = np.asarray(lp.fits, bool)
+    fast = np.isnan(tps[k]) | (np.asarray(lp.per_user_tokens_per_s) >= tps[k])
+    soon = np.isnan(ttft_s[k]) | (np.asarray(lp.ttft_pct_s) <= ttft_s[k])
+    bind = np.where(~fits, 0, np.where(~fast, 1, 2))
+    return r, users, fits & fast & soon, bind, lp
+
+
+def _starts(rows: np.ndarray, count: int) -> np.ndarray:
+    """Where each search's counts begin (every search has at least one)."""
+    return np.searchsorted(rows, np.arange(count))
+
+
+def _passed(ok: np.ndarray, rows: np.ndarray, starts: np.ndarray, count: int) -> np.ndarray:
+    """Per search, how many of its counts pass before the first that fails."""
+    pos = np.arange(len(ok))
+    first_fail = np.minimum.reduceat(np.where(ok, len(ok), pos), starts)
+    ends = np.append(starts[1:], len(ok))
+    return np.minimum(first_fail, ends) - starts
