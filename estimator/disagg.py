@@ -5,15 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .fixed_point import rate_fixed_point
 from .llm import Evaluator
-from .load import (
-    PREFILL_WAIT_FACTOR,
-    LoadPoint,
-    Steps,
-    decode_batch,
-    rate_fixed_point,
-    within_slots,
-)
+from .load import PREFILL_WAIT_FACTOR, LoadPoint, Steps, decode_batch, within_slots
 from .queues import Repairman, tail_wait
 
 WAIT_ROUNDS = 60  # at most: the two queues' waits given a rate are a contraction
@@ -33,7 +27,7 @@ def disaggregated_point(
     TTFT = prefill-pool wait + the prefill (the prefill instance emits the first token); the
     transfer and any wait for a decode slot delay the second token. Both waits are
     finite-source queues as in :func:`~estimator.load.load_point`, and the request rate is
-    the unique fixed point of :func:`~estimator.load.rate_fixed_point`; users are for the
+    the unique fixed point of :func:`~estimator.fixed_point.rate_fixed_point`; users are for the
     whole unit."""
     n = np.atleast_1d(np.asarray(users, float))
     st = steps

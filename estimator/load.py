@@ -44,6 +44,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import EstimatorError
+from .fixed_point import rate_fixed_point
 from .knots import BATCH_KNOTS, interp_table, knots_upto
 from .llm import Evaluator
 from .queues import Repairman, poisson_quantile, tail_wait
@@ -271,10 +272,16 @@ class LoadPoint:
     memory_gb: Any  # per GPU, at the mean load
     fits: Any  # mean demand for KV slots within what memory holds
     stable: Any
+    rate: Any = None  # requests per second the users send (and the replica completes)
 
     def take(self, rows) -> LoadPoint:
         """The points at ``rows`` (an index or slice into the user counts)."""
-        return LoadPoint(**{f: getattr(self, f)[rows] for f in self.__dataclass_fields__})
+        return LoadPoint(
+            **{
+                f: None if (v := getattr(self, f)) is None else v[rows]
+                for f in self.__dataclass_fields__
+            }
+        )
 
 
 def saturation_rate(steps: Steps) -> float:
@@ -291,40 +298,6 @@ def saturation_rate(steps: Steps) -> float:
 # wait scales with (1 + Cs²)/2, half of the exponential-service value the finite-source formula
 # assumes. Decode holds keep the exponential form (real answer lengths vary).
 PREFILL_WAIT_FACTOR = 0.5
-RATE_TOLERANCE = 1e-9  # relative residual of the request rate at which it is settled
-MAX_STEPS = 60  # bracket steps at most; the Illinois steps settle in ~10 in practice
-
-
-def rate_fixed_point(at_rate, x_max: float, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The request rate ``λ`` at which the users' implied rate ``at_rate(λ)[0]`` equals it,
-    per user count: (rate, saturated). ``at_rate(λ, only)`` may leave rows outside ``only``
-    unsolved (their queues' sums are the cost). The implied rate never rises with ``λ``, so the root
-    in ``[0, x_max]`` is unique; a bracket keeps it and Illinois (modified regula falsi)
-    steps close it superlinearly whatever the curve's shape. Saturated where the users
-    would send more than ``x_max``."""
-    top = np.broadcast_to(np.asarray(x_max, float), n.shape).copy()
-    f_hi = at_rate(top)[0] - top
-    saturated = f_hi >= 0
-    lo, hi = np.zeros_like(n), top.copy()
-    f_lo = at_rate(lo)[0] - lo
-    side = np.zeros_like(n)  # which end the last step moved: -1 low, +1 high
-    x = hi.copy()
-    live = ~saturated
-    for _ in range(MAX_STEPS):
-        if not live.any():
-            break
-        x = np.where(live, (lo * f_hi - hi * f_lo) / np.minimum(f_hi - f_lo, -1e-300), x)
-        f_x = at_rate(x, live)[0] - x  # settled rows are not recomputed (their values unread)
-        up, down = live & (f_x >= 0), live & (f_x < 0)
-        f_hi = np.where(up & (side < 0), f_hi / 2, f_hi)  # Illinois: a stale end loses weight
-        f_lo = np.where(down & (side > 0), f_lo / 2, f_lo)
-        lo, f_lo = np.where(up, x, lo), np.where(up, f_x, f_lo)
-        hi, f_hi = np.where(down, x, hi), np.where(down, f_x, f_hi)
-        side = np.where(up, -1.0, np.where(down, 1.0, side))
-        live &= (np.abs(f_x) > RATE_TOLERANCE * np.maximum(x, 1e-300)) & (
-            hi - lo > RATE_TOLERANCE * hi
-        )
-    return np.where(saturated, top, x), saturated
 
 
 def decode_batch(steps: Steps, k) -> np.ndarray:
@@ -378,6 +351,7 @@ def load_point(
     think_time_s=0.0,
     percentile=90.0,
     config=None,
+    rate_bracket=None,
 ) -> LoadPoint:
     """Solve the closed-loop model for each user count. At a request rate ``λ`` everything
     follows (decoding batch, iteration time, the waits of the finite-source queues for KV
@@ -389,7 +363,9 @@ def load_point(
     sets TTFT, which then grows linearly with users. ``steps`` stacked
     (:meth:`Steps.stack`): ``config`` gives each user count's configuration, and all are
     solved together; ``think_time_s`` and ``percentile`` are one value for all, or one per
-    user count (replicas of several workloads solved together)."""
+    user count (replicas of several workloads solved together). ``rate_bracket``: per user
+    count, request rates below and above its own (those of fewer and of more users on the
+    same replica, :attr:`LoadPoint.rate`): the fixed point starts from them."""
     n = np.atleast_1d(np.asarray(users, float))
     st = steps.at(config)
     o, e, i_tok = st.output_tokens, st.tokens_per_iter, st.input_tokens
@@ -428,7 +404,7 @@ def load_point(
         implied = n / (think_time_s + ttft + dec_time)
         return implied, (b, rho, t_it, dec_time, own, pw_pf, w_pf, pw_sl, w_sl, busy, t_lb, ttft)
 
-    lam, saturated = rate_fixed_point(at_rate, x_max, n)
+    lam, saturated = rate_fixed_point(at_rate, x_max, n, rate_bracket)
     _, (b, rho, t_it, dec_time, own, pw_pf, w_pf, pw_sl, w_sl, busy, t_lb, ttft) = at_rate(lam)
     law = n / lam - think_time_s - dec_time  # the response-time law, binding at saturation
     ttft = np.where(saturated, np.maximum(ttft, law), ttft)
@@ -455,6 +431,7 @@ def load_point(
         memory_gb=st.memory_gb(in_flight),
         fits=within_slots(demand, c),
         stable=~saturated,
+        rate=lam,
     )
 
 

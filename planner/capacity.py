@@ -241,7 +241,11 @@ def scan_capacity(
         return Capacity(0, "memory", float("inf"), 0.0, 0)
     curve, n_hi = _curve(ev, w, st, split)
     ttft, tps = _nan_if_none(targets(w, ev))
-    found = seat_search.search(lambda users, _k: curve(users), [n_hi], [ttft], [tps])
+
+    def evaluate(users, _k, bracket):  # a disaggregated unit's curve takes no rate bracket
+        return curve(users) if split else curve(users, rate_bracket=bracket)
+
+    found = seat_search.search(evaluate, [n_hi], [ttft], [tps])
     return _capacities(found, [st.slots])[0]
 
 
@@ -273,8 +277,8 @@ def llm_capacities(items: list[tuple[Evaluator, Steps, LLMWorkload]]) -> list[Ca
         )
         n_hi = [users_past_saturation(st, t) for st, t in zip(steps, think.tolist(), strict=True)]
 
-        def evaluate(users, k):
-            return load_point(stacked, users, think[k], pct[k], config=k)
+        def evaluate(users, k, bracket):
+            return load_point(stacked, users, think[k], pct[k], config=k, rate_bracket=bracket)
 
         found = seat_search.search(evaluate, n_hi, goals[:, 0], goals[:, 1])
         for i, key, cap in zip(

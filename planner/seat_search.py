@@ -37,15 +37,16 @@ class Found:
 
 
 def search(
-    evaluate: Callable[[np.ndarray, np.ndarray], object],
+    evaluate: Callable[..., object],
     n_hi,
     ttft_s,
     tokens_per_s,
 ) -> Found:
     """Seats of each search ``k`` (arrays over the searches: ``n_hi`` a user count past
-    saturation, the targets, NaN where a workload sets none). ``evaluate(users, k)`` returns
-    the load points (a LoadPoint's arrays) of those user counts, each on its own search's
-    replica."""
+    saturation, the targets, NaN where a workload sets none). ``evaluate(users, k, bracket)``
+    returns the load points (a LoadPoint's arrays) of those user counts, each on its own
+    search's replica; ``bracket`` (None in the first round) holds, per count, the request
+    rates of the counts that bracket it, which its fixed point may start from."""
     n_hi = np.asarray(n_hi, float)
     ttft_s, tps = np.asarray(ttft_s, float), np.asarray(tokens_per_s, float)
     count = len(n_hi)
@@ -56,7 +57,7 @@ def search(
     grid = np.round(np.geomspace(1.0, n_hi, GRID, axis=1)) if count else np.zeros((0, GRID))
     keep = np.ones(grid.shape, bool)
     keep[:, 1:] = grid[:, 1:] != grid[:, :-1]
-    rows, users, ok, bind, lp = _round(evaluate, np.arange(count), grid, keep, ttft_s, tps)
+    rows, users, ok, bind, lp = _round(evaluate, np.arange(count), grid, keep, ttft_s, tps, None)
     starts = _starts(rows, count)
     best_ttft[:] = np.asarray(lp.ttft_pct_s)[starts]  # the first grid count is one user
     best_tps[:] = np.asarray(lp.per_user_tokens_per_s)[starts]
@@ -68,10 +69,13 @@ def search(
     units[every] = users[starts[every] + lengths[every] - 1].astype(np.int64)
     binding[every] = BINDINGS.index("saturation")
     mid = ~none & ~every
-    last = np.where(mid, users[starts + np.maximum(passed, 1) - 1], 0.0)
+    pass_at = starts + np.maximum(passed, 1) - 1
+    last = np.where(mid, users[pass_at], 0.0)
     fail_at = starts + np.minimum(passed, lengths - 1)
     nxt = np.where(mid, users[fail_at], 0.0)
     binding[mid] = bind[fail_at[mid]]
+    rate = _rates(lp, len(users))
+    rate_lo, rate_hi = rate[pass_at], rate[fail_at]  # the rates at each bracket's ends
     open_ = np.flatnonzero(mid & (nxt - last > 1))
     while open_.size:
         lo, hi = last[open_], nxt[open_]
@@ -80,33 +84,46 @@ def search(
         # what np.linspace(lo, hi, width) computes, row by row, rounded to whole users
         pts = np.round(j * ((hi - lo) / (width - 1))[:, None] + lo[:, None])
         inner = (j >= 1) & (j <= (width - 2)[:, None])
-        rows, users, ok, bind, _ = _round(evaluate, open_, pts, inner, ttft_s, tps)
+        ends = (rate_lo[open_], rate_hi[open_])
+        rows, users, ok, bind, lp = _round(evaluate, open_, pts, inner, ttft_s, tps, ends)
+        rate = _rates(lp, len(users))
         starts = _starts(rows, len(open_))
         passed = _passed(ok, rows, starts, len(open_))
         lengths = np.diff(np.append(starts, len(rows)))
         moved = passed > 0
-        last[open_[moved]] = users[starts[moved] + passed[moved] - 1]
+        at = starts[moved] + passed[moved] - 1
+        last[open_[moved]] = users[at]
+        rate_lo[open_[moved]] = rate[at]
         failed = passed < lengths
         at = starts[failed] + passed[failed]
         nxt[open_[failed]] = users[at]
+        rate_hi[open_[failed]] = rate[at]
         binding[open_[failed]] = bind[at]
         open_ = open_[nxt[open_] - last[open_] > 1]
     units[mid] = last[mid].astype(np.int64)
     return Found(units, binding, best_ttft, best_tps)
 
 
-def _round(evaluate, which: np.ndarray, pts: np.ndarray, keep: np.ndarray, ttft_s, tps):
-    """Evaluate the kept counts of each search in ``which`` (a row of ``pts`` each): for
-    each evaluated count its search's position in ``which``, the count, whether it passes,
-    and the limit it breaks first (an index into BINDINGS); and the load points."""
+def _round(evaluate, which: np.ndarray, pts: np.ndarray, keep: np.ndarray, ttft_s, tps, ends):
+    """Evaluate the kept counts of each search in ``which`` (a row of ``pts`` each; ``ends``:
+    the request rates at each one's bracket ends, or None): for each evaluated count its
+    search's position in ``which``, the count, whether it passes, and the limit it breaks
+    first (an index into BINDINGS); and the load points."""
     r, c = np.nonzero(keep)  # row-major: each search's counts together, in order
     k, users = which[r], pts[r, c]
-    lp = evaluate(users, k)
+    lp = evaluate(users, k, None if ends is None else (ends[0][r], ends[1][r]))
     fits = np.asarray(lp.fits, bool)
     fast = np.isnan(tps[k]) | (np.asarray(lp.per_user_tokens_per_s) >= tps[k])
     soon = np.isnan(ttft_s[k]) | (np.asarray(lp.ttft_pct_s) <= ttft_s[k])
     bind = np.where(~fits, 0, np.where(~fast, 1, 2))
     return r, users, fits & fast & soon, bind, lp
+
+
+def _rates(lp, count: int) -> np.ndarray:
+    """The request rate of each evaluated count (NaN where the load points carry none: the
+    next round then starts its fixed points from scratch)."""
+    rate = getattr(lp, "rate", None)
+    return np.full(count, np.nan) if rate is None else np.asarray(rate, float)
 
 
 def _starts(rows: np.ndarray, count: int) -> np.ndarray:

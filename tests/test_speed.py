@@ -246,3 +246,25 @@ def test_decode_batch_on_sparse_knots_finds_the_least_root():
             below = np.flatnonzero(k * np.interp(fine, x, table) - fine <= 0)
             want = fine[below[0]] if below.size else float(slots)
             assert abs(got - want) <= fine[1] + 1e-9 * slots, (slots, k, got, want)
+
+
+@pytest.mark.parametrize("think", [0.0, 20.0])
+def test_a_rate_bracket_changes_no_load_point(think):
+    """The fixed point started from the rates of fewer and more users (as the capacity
+    search does) settles on the same load points, and a bracket that does not hold the
+    root (too high, too low, unknown) falls back to the whole range."""
+    for _, st in _steps(think):
+        users = np.array([1.0, 5, 40, 300, 900, 2500])
+        plain = load_point(st, users, think, 90.0)
+        rate = np.asarray(plain.rate)
+        brackets = [
+            (rate * 0.97, rate * 1.05),  # holds it
+            (rate * 1.5, rate * 2.0),  # above it
+            (rate * 0.2, rate * 0.5),  # below it
+            (np.full(6, np.nan), np.full(6, np.nan)),  # nothing known
+        ]
+        for bracket in brackets:
+            got = load_point(st, users, think, 90.0, rate_bracket=bracket)
+            for f in ("ttft_s", "ttft_pct_s", "tpot_s", "rate", "batch"):
+                np.testing.assert_allclose(getattr(got, f), getattr(plain, f), rtol=1e-7)
+            assert (got.fits == plain.fits).all() and (got.stable == plain.stable).all()
