@@ -88,13 +88,14 @@ def _proxy(st: Steps) -> tuple:
     return proxy
 
 
-def pareto_splits(cands, w: LLMWorkload):
+def pareto_splits(cands, w: LLMWorkload, part: tuple | None = None):
     """Of the splits of one GPU type and size, keep those no other split beats on every
     load-model input at once (KV slots, saturation rate, single-stream iteration, idle
     prefill): capacity rises with each, so a split beaten on all of them serves fewer seats.
-    Yields (candidate, evaluator, steps)."""
+    Yields (candidate, evaluator, steps). ``part``: :func:`workload_part` of ``w``, when the
+    caller already has it."""
     groups: dict[tuple, list] = {}
-    part = workload_part(w)
+    part = part or workload_part(w)
     for cand, ev in cands:
         st = steps_for(ev, w, part)
         proxy = _proxy(st)
@@ -257,7 +258,9 @@ def llm_capacities(items: list[tuple[Evaluator, Steps, LLMWorkload]]) -> list[Ca
     parts: dict[int, tuple] = {}
     todo, keys = [], []
     for i, (ev, st, w) in enumerate(items):
-        part = parts.setdefault(id(w), workload_part(w))
+        part = parts.get(id(w))
+        if part is None:
+            part = parts[id(w)] = workload_part(w)
         key = ("capacity", *config_key(ev, w, None, part))
         if key in _MEMO:
             out[i] = memo(key, lambda: None)  # a hit: compute is not called

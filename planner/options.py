@@ -21,7 +21,7 @@ from estimator.families import family_of, get_family_model, is_family_model
 from estimator.resolve import weights_for
 
 from .candidates import Candidate, enumerate_candidates
-from .capacity import Capacity, llm_capacities, llm_capacity, pareto_splits
+from .capacity import Capacity, llm_capacities, llm_capacity, pareto_splits, workload_part
 from .costs import PER_TYPE_USD_PER_YEAR, Unit, gpu_unit, instance_unit, server_unit
 from .errors import ScenarioError
 from .family_capacity import FamilyCapacity
@@ -72,8 +72,10 @@ class _LLMSearch:
     seen: list = field(default_factory=list)  # (enumeration index, candidate, capacity)
     best: dict = field(default_factory=dict)  # (type, GPUs) -> (seats, option)
     order: dict[int, int] = field(default_factory=dict)
+    part: tuple = ()  # capacity.workload_part of w: what its replicas' steps are keyed by
 
     def __post_init__(self) -> None:
+        self.part = workload_part(self.w)
         members = (c for group in self.groups.values() for c, _ in group)
         self.order = {id(c): i for i, c in enumerate(members)}
 
@@ -90,7 +92,7 @@ def _stage(searches: list[_LLMSearch], sizes: list[int]) -> list[tuple[_LLMSearc
     other beats (:func:`~planner.capacity.pareto_splits`), skipping the GPU types that have
     stopped growing."""
     return [
-        (s, list(pareto_splits(members, s.w)))
+        (s, list(pareto_splits(members, s.w, s.part)))
         for s in searches
         for (gpu, n), members in s.groups.items()
         if n in sizes and not s.stops(gpu, n)
@@ -103,6 +105,9 @@ def _first(t: tuple):
 
 def _undominated(kept: list[tuple[int, _Option]]) -> list[_Option]:
     """Drop options dominated within a GPU type: no more units for as many GPUs."""
+    by_type: dict[str, list[tuple[int, _Option]]] = {}
+    for units, o in kept:
+        by_type.setdefault(o.opt.gpu, []).append((units, o))
     return [
         o
         for units, o in kept
@@ -110,9 +115,8 @@ def _undominated(kept: list[tuple[int, _Option]]) -> list[_Option]:
             u2 >= units
             and o2.opt.gpus <= o.opt.gpus
             and o2 is not o
-            and o2.opt.gpu == o.opt.gpu
             and (u2 > units or o2.opt.gpus < o.opt.gpus)
-            for u2, o2 in kept
+            for u2, o2 in by_type[o.opt.gpu]
         )
     ]
 
