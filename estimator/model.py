@@ -388,11 +388,11 @@ class LanguageModel(BaseModel):
             total = total + n * per * held
         return total
 
-    @property
+    @cached_property
     def num_mamba_layers(self) -> int:
         return sum(1 for layer in self.layers if layer.mixer == "mamba")
 
-    @property
+    @cached_property
     def num_linear_layers(self) -> int:
         return sum(1 for layer in self.layers if layer.mixer == "linear")
 
