@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -65,10 +65,10 @@ def user_dirs(extra_dirs: tuple[str, ...]) -> list[Path]:
 
 def read_yaml(path: Path) -> Any:
     """Parse a YAML file; syntax errors name the file and line."""
-    return _parse(_read_text(path), path)
+    return _parse(read_text(path), path)
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         with open(path) as f:
             return f.read()
@@ -124,22 +124,24 @@ def gpu_catalog(extra_dirs: tuple[str, ...] = ()) -> GpuCatalog[Accelerator]:
     return GpuCatalog("gpu", items, aliases, {k: g.memory_gb for k, g in items.items()})
 
 
-_CONFIG = re.compile(r"^config:", re.M)
+T = TypeVar("T")
+_CONFIG = re.compile(r"^(config|components):", re.M)  # where the bulk of a preset begins
 
 
-class _ModelPresets(Mapping[str, ModelPreset]):
-    """Model presets by name, each file read in full (and validated) when first used: a name
-    lookup needs only the name and aliases at the top of each file, before its ``config:``
-    (the bulk of it; most of the catalogue's load time)."""
+class LazyPresets(Mapping[str, T]):
+    """Presets by name, each file read in full (and validated by ``build(path, data)``) when
+    first used: a name lookup needs only the name and aliases at the top of each file, before
+    its ``config:`` (the bulk of it; most of a catalogue's load time)."""
 
-    def __init__(self) -> None:
+    def __init__(self, build: Callable[[Path, Any], T]) -> None:
+        self.build = build
         self.paths: dict[str, tuple[Path, str]] = {}
-        self._built: dict[str, ModelPreset] = {}
+        self._built: dict[str, T] = {}
 
-    def __getitem__(self, name: str) -> ModelPreset:
+    def __getitem__(self, name: str) -> T:
         if name not in self._built:
             path, text = self.paths[name]
-            self._built[name] = _model_preset(path, _parse(text, path))
+            self._built[name] = self.build(path, _parse(text, path))
         return self._built[name]
 
     def __iter__(self) -> Iterator[str]:
@@ -156,28 +158,39 @@ def _model_preset(path: Path, data: Any) -> ModelPreset:
         raise EstimatorError(_validation_message(path, e)) from None
 
 
-def _head(path: Path, text: str) -> tuple[str, list]:
-    """A model preset's name and aliases from the lines before its ``config:`` (the whole
-    file, validated, where those lines do not give them)."""
+def preset_head(text: str) -> dict | None:
+    """The keys of a preset file before its ``config:`` (a diffusion pipeline's
+    ``components:``): name, aliases, family... where they give a name and a list of string
+    aliases (None otherwise: read the whole file)."""
     cut = _CONFIG.search(text)
     try:
         head = yaml.load(text[: cut.start()], Loader=_LOADER) if cut else None
     except yaml.YAMLError:
-        head = None
-    if isinstance(head, dict) and isinstance(head.get("name"), str):
-        aliases = head.get("aliases", [])
-        if isinstance(aliases, list) and all(isinstance(a, str) for a in aliases):
-            return head["name"], aliases
+        return None
+    if not isinstance(head, dict) or not isinstance(head.get("name"), str):
+        return None
+    aliases = head.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        return None
+    return head
+
+
+def _head(path: Path, text: str) -> tuple[str, list]:
+    """A model preset's name and aliases from the lines before its ``config:`` (the whole
+    file, validated, where those lines do not give them)."""
+    head = preset_head(text)
+    if head is not None:
+        return head["name"], head.get("aliases", [])
     preset = _model_preset(path, _parse(text, path))
     return preset.name, preset.aliases
 
 
 @lru_cache(maxsize=8)
 def model_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[ModelPreset]:
-    items = _ModelPresets()
+    items = LazyPresets(_model_preset)
     aliases: dict[str, str] = {}
     for path in _files("models", extra_dirs):
-        text = _read_text(path)
+        text = read_text(path)
         name, names = _head(path, text)
         items.paths[name] = (path, text)  # a user file later overrides a shipped one
         aliases.update({a: name for a in names})

@@ -317,3 +317,22 @@ def test_curve_disaggregated():
     assert dis["points"][1]["per_user_tokens_per_s"] > co["points"][1]["per_user_tokens_per_s"]
     bad = CliRunner().invoke(main, [*args, "--disaggregate", "x"])
     assert bad.exit_code == 2 and "P:D" in bad.output
+
+
+def test_family_presets_are_read_by_their_heads_and_checked_when_used(tmp_path):
+    """A family preset's name, aliases and family come from the lines above its config (or
+    a pipeline's components): a family without physics is skipped, and a file broken below
+    its head is reported, with its file and line, once something reads the whole of it."""
+    d = tmp_path / "families" / "asr"
+    d.mkdir(parents=True)
+    (d / "todo.yaml").write_text("name: my-todo\nfamily: not_built_yet\nsource: x\nconfig: {}\n")
+    (d / "bad.yaml").write_text("name: my-whisper\nfamily: asr\nsource: x\nconfig: [1, 2\n")
+    listed = CliRunner().invoke(main, ["--presets", str(tmp_path), "models", "list"])
+    assert listed.exit_code == 2 and "bad.yaml:" in listed.output
+    assert "malformed YAML" in listed.output
+    from estimator.families import family_catalog, is_family_model
+
+    cat = family_catalog((str(tmp_path),))
+    assert "my-whisper" in cat.names() and "my-todo" not in cat.names()
+    assert is_family_model("my-whisper", (str(tmp_path),))
+    assert not is_family_model("my-todo", (str(tmp_path),))

@@ -15,7 +15,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..catalog import Published, read_yaml, shipped_dir, user_dirs
+from ..catalog import (
+    LazyPresets,
+    Published,
+    preset_head,
+    read_text,
+    read_yaml,
+    shipped_dir,
+    user_dirs,
+)
 from ..errors import EstimatorError, UnknownNameError
 from ..lookup import ModelCatalog
 
@@ -68,22 +76,33 @@ def family_of(model: Any) -> Family | None:
 
 @lru_cache(maxsize=8)
 def family_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[FamilyPreset]:
-    items: dict[str, FamilyPreset] = {}
+    """Every family preset by name: names, aliases and family from the top of each file,
+    the whole file read and validated when the preset is first used (a language-model solve
+    asks only whether its model's name is one of these)."""
+    items = LazyPresets(_family_preset)
     aliases: dict[str, str] = {}
     roots = [shipped_dir() / "families"] + [d / "families" for d in user_dirs(extra_dirs)]
     for root in roots:
         if not root.is_dir():
             continue
         for path in sorted(root.glob("*/*.yaml")):
-            try:
-                preset = FamilyPreset.model_validate(read_yaml(path))
-            except ValidationError as e:
-                raise EstimatorError(f"{path}: invalid preset: {e.errors()[0]['msg']}") from None
-            if preset.family not in FAMILIES:
+            text = read_text(path)
+            head = preset_head(text)
+            if head is None or not isinstance(head.get("family"), str):
+                head = _family_preset(path, read_yaml(path)).model_dump()
+            if head["family"] not in FAMILIES:
                 continue  # transcribed, but this family's physics is not built yet
-            items[preset.name] = preset
-            aliases.update({a: preset.name for a in preset.aliases})
+            items.paths[head["name"]] = (path, text)
+            aliases.update({a: head["name"] for a in head.get("aliases", [])})
     return ModelCatalog("model", items, aliases)
+
+
+def _family_preset(path, data: Any) -> FamilyPreset:
+    try:
+        preset = FamilyPreset.model_validate(data)
+    except ValidationError as e:
+        raise EstimatorError(f"{path}: invalid preset: {e.errors()[0]['msg']}") from None
+    return preset
 
 
 @lru_cache(maxsize=128)
