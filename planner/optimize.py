@@ -306,12 +306,15 @@ def _units(m, options, live, x, ubx, buys, by_type_buys, limits: Limits) -> _Fle
                 m.add(spare[j] == 0).only_enforce_if(used.negated())
         sizes = sorted({buys[j].gpus for j in js})
         if all(_pow2(s) for s in sizes):
+            # the level t = 1 always; a larger t only where some unit is smaller than t (else
+            # its units are the level-1 units and its replicas a subset: the row is implied)
             t = 1
             while t <= sizes[-1]:
-                m.add(
-                    _lin((options[i].gpus, x[i]) for i in opts if options[i].gpus >= t)
-                    <= _lin((buys[j].gpus, y[j]) for j in js if buys[j].gpus >= t)
-                )
+                if t == 1 or sizes[0] < t:
+                    m.add(
+                        _lin((options[i].gpus, x[i]) for i in opts if options[i].gpus >= t)
+                        <= _lin((buys[j].gpus, y[j]) for j in js if buys[j].gpus >= t)
+                    )
                 t *= 2
         else:
             bins = {j: [] for j in js}
