@@ -200,9 +200,11 @@ def solve(
     if cost_floor and len(required) > 1:
         m.add(cost >= cost_floor)
     # cost first, then GPUs owned, then GPUs the replicas use (no idle replicas in the plan),
-    # then the most demand served (headroom): a plan does not depend on how the solver breaks
-    # ties. The last term is scaled past the largest service possible; where that could
-    # overflow 64 bits (CP-SAT refuses such a model) the plan is left to the first three.
+    # then the most demand served (headroom). Fleets equal on all four (the same cost and
+    # GPUs, serving as much: e.g. 15 one-GPU replicas or 1 + 7 two-GPU ones) are left to the
+    # search, which is deterministic. The last term is scaled past the largest service
+    # possible; where that could overflow 64 bits (CP-SAT refuses such a model) the plan is
+    # left to the first three.
     used = _lin((o.gpus, x[i]) for i, o in enumerate(options))
     primary = cost * TIE_SCALE + gpus + used
     served = _lin((o.capacity, x[i]) for i, o in enumerate(options))
