@@ -53,8 +53,10 @@ def search(
     units = np.zeros(count, np.int64)
     binding = np.zeros(count, np.int64)
     best_ttft, best_tps = np.full(count, np.inf), np.zeros(count)
+    if not count:
+        return Found(units, binding, best_ttft, best_tps)
     # round 0: the grid (rounded to whole users; a repeated count is evaluated once)
-    grid = np.round(np.geomspace(1.0, n_hi, GRID, axis=1)) if count else np.zeros((0, GRID))
+    grid = np.round(np.geomspace(1.0, n_hi, GRID, axis=1))
     keep = np.ones(grid.shape, bool)
     keep[:, 1:] = grid[:, 1:] != grid[:, :-1]
     rows, users, ok, bind, lp = _round(evaluate, np.arange(count), grid, keep, ttft_s, tps, None)
