@@ -11,7 +11,7 @@ from .assembly import prefetch_points, to_plan
 from .diagnose import diagnose
 from .optimize import Solution, allowed
 from .options import SearchSpace
-from .results import Comparison, GroupResult, PlanResult
+from .results import Comparison, GroupResult, Plan, PlanResult
 from .scenario import Scenario, ScenarioError
 
 
@@ -33,8 +33,9 @@ def plan_scenario(
         excluded=pl.excluded,
     )
     # the best fleet of each GPU type is solved on two pool threads while the main thread
-    # solves the recommendation (CP-SAT releases the GIL while it searches; every solve is
-    # deterministic, so the answers do not depend on which thread runs first)
+    # solves the recommendation and the first next-best fleet (CP-SAT releases the GIL while
+    # it searches; every solve is deterministic, so the answers do not depend on which
+    # thread runs first)
     with ThreadPoolExecutor(max_workers=2) as pool:
         types = sorted({o.opt.gpu for o in pl.options}) if per_gpu else []
         by_type = [pool.submit(_one_type, pl, g) for g in types]
@@ -42,6 +43,12 @@ def plan_scenario(
         if not sol.found:
             res.reason = diagnose(pl)
             return res
+        # the first next-best fleet while those run, from the covers of single workloads
+        floor = sol.cost if sol.optimal else None
+        limits = pl.limits()
+        first = None
+        if top > 1:
+            first = pl.run(pl.options, limits, exclude=[sol.gpus_by_type], cost_floor=floor)
         per_type = [r for f in by_type if (r := f.result()) is not None]
         # each one-type fleet is a plan every later model admits unless it excludes that
         # type set: the cheapest such one seeds each later search (a hint, not a
@@ -59,9 +66,12 @@ def plan_scenario(
         # next-best fleets, each with a different set of GPU types
         alternatives, seen, last = [], [sol.gpus_by_type], sol
         for _ in range(max(0, top - 1)):
-            floor = last.cost if last.optimal else None
-            start = next((s for s in starts if allowed(s.gpus_by_type, seen)), None)
-            s = pl.run(pl.options, pl.limits(), exclude=seen, cost_floor=floor, start=start)
+            if first is not None:
+                s, first = first, None
+            else:
+                floor = last.cost if last.optimal else None
+                start = next((s for s in starts if allowed(s.gpus_by_type, seen)), None)
+                s = pl.run(pl.options, limits, exclude=seen, cost_floor=floor, start=start)
             if not s.found:
                 break
             seen.append(s.gpus_by_type)
@@ -71,19 +81,23 @@ def plan_scenario(
             fewer = fewer.result() if fewer.result().found else None
     solved = [(pl.options, sol), *per_type, *((pl.options, s) for s in alternatives)]
     prefetch_points(pl, solved + ([(pl.options, fewer)] if fewer else []))
-    res.feasible, res.plan = True, to_plan(pl, pl.options, sol)
-    if not per_gpu:
-        res.per_gpu_best = None
-    for sub, s in per_type:
-        if s.gpus_by_type == sol.gpus_by_type and s.cost == sol.cost:
-            res.per_gpu_best.append(res.plan)  # the same fleet: the same plan and numbers
-        else:
-            res.per_gpu_best.append(to_plan(pl, sub, s))
+    plans: dict[tuple, Plan] = {}
+
+    def plan_of(options: list, s: Solution) -> Plan:
+        """The plan of a fleet; a fleet solved twice (the same GPUs by type at the same
+        cost, e.g. a type's best that is also a next-best fleet) reads the same each time."""
+        key = (tuple(sorted(s.gpus_by_type.items())), s.cost)
+        if key not in plans:
+            plans[key] = to_plan(pl, options, s)
+        return plans[key]
+
+    res.feasible, res.plan = True, plan_of(pl.options, sol)
+    res.per_gpu_best = [plan_of(sub, s) for sub, s in per_type] if per_gpu else None
     if res.per_gpu_best:
         res.per_gpu_best.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
     if fewer is not None:
-        res.fewer_vendors = to_plan(pl, pl.options, fewer)
-    res.alternatives = [to_plan(pl, pl.options, s) for s in alternatives]
+        res.fewer_vendors = plan_of(pl.options, fewer)
+    res.alternatives = [plan_of(pl.options, s) for s in alternatives]
     # proven optimal, each is no cheaper than the one before; unproven ones may be: sort
     res.alternatives.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
     if sc.confidence is not None:

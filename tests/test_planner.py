@@ -214,8 +214,8 @@ def test_a_start_fleet_changes_no_optimum(name):
 
 def test_a_next_best_fleet_of_one_type_reads_as_that_types_best_plan():
     """Where a next-best fleet is a GPU type's best fleet, both tables show the same
-    replicas (the search starts from that fleet, so an equal-cost twin does not replace
-    it): robot-fleet's L4 and H100 alternatives."""
+    replicas (one fleet solved twice reads as one plan, whichever of its equal-cost splits
+    each search found): robot-fleet's L4 and H100 alternatives."""
     res = plan_scenario(load_scenario(ROOT / "scenarios" / "robot-fleet.yaml"))
     best = {tuple(p.gpus_by_type.items()): p for p in res.per_gpu_best}
     matched = 0
