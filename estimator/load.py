@@ -121,8 +121,13 @@ class Steps:
         configuration's slots its table is never read)."""
         width = max(len(st.iter_table) for st in items)
 
-        def pad(t: np.ndarray) -> np.ndarray:
-            return np.pad(np.asarray(t, float), (0, width - len(t)), mode="edge")
+        def padded(name: str) -> np.ndarray:
+            out = np.empty((len(items), width))
+            for row, st in zip(out, items, strict=True):
+                t = getattr(st, name)
+                row[: len(t)] = t
+                row[len(t) :] = t[-1]  # its last value (np.pad's "edge", without its cost)
+            return out
 
         def col(name: str, dtype=float) -> np.ndarray:
             return np.array([getattr(st, name) for st in items], dtype)
@@ -135,8 +140,8 @@ class Steps:
             s_token=col("s_token"),
             s_alone=col("s_alone"),
             tokens_per_iter=col("tokens_per_iter"),
-            iter_table=np.stack([pad(st.iter_table) for st in items]),
-            kv_gb_table=np.stack([pad(st.kv_gb_table) for st in items]),
+            iter_table=padded("iter_table"),
+            kv_gb_table=padded("kv_gb_table"),
             weights_gb=col("weights_gb"),
             fixed_gb=col("fixed_gb"),
             stages=col("stages", np.int64),
