@@ -78,11 +78,10 @@ class Repairman:
         z = (np.asarray(think, float) * np.ones(shape))[self.rows]
         r = np.maximum(h, 1e-30) / np.maximum(z, 1e-30)
         pw, wq = np.zeros(len(r)), np.zeros(len(r))
-        done = self._single_server(r, h, z, pw, wq)
+        skip = np.zeros(len(r), bool)
         if only is not None:  # rows not asked for count as done and read 0
             skip = ~np.broadcast_to(np.asarray(only, bool), shape)[self.rows]
-            pw[skip] = wq[skip] = 0.0
-            done |= skip
+        done = self._single_server(r, h, z, pw, wq, skip) | skip
         rest = np.flatnonzero(~done)
         if rest.size:
             start, stride, cols = self._window(r)
@@ -95,15 +94,18 @@ class Repairman:
         wq_all[self.rows] = wq
         return pw_all, wq_all
 
-    def _single_server(self, r, h, z, pw, wq) -> np.ndarray:
+    def _single_server(self, r, h, z, pw, wq, skip=None) -> np.ndarray:
         """One server and a whole number of users (the prefill queue): in closed form, where
         it is representable. With ``u = think/hold``, the normaliser is
         ``Σ_k N!/(N−k)!·r^k = N!·r^N·e^u·Q(N+1, u)`` (Q: the regularised upper incomplete
         gamma), so the server idles with ``p0`` its inverse; throughput ``(1−p0)/hold``, the
         users away ``x·think``, the rest at the server, one of them in service (Little's law
-        gives the wait). Fills ``pw``/``wq`` where it applies; returns where."""
+        gives the wait). Fills ``pw``/``wq`` where it applies (rows in ``skip`` are not
+        asked for); returns where."""
         n = self.n
         ok = (self.c == 1) & (n == np.round(n))
+        if skip is not None:
+            ok &= ~skip
         if not ok.any():
             return ok
         u = 1.0 / r

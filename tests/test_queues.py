@@ -27,7 +27,7 @@ def _every_term(n: float, c: float, think: float, hold: float) -> tuple[float, f
 
 
 def _window_only(q: Repairman) -> Repairman:
-    q._single_server = lambda r, h, z, pw, wq: np.zeros(len(r), bool)
+    q._single_server = lambda r, h, z, pw, wq, skip=None: np.zeros(len(r), bool)
     return q
 
 
