@@ -350,32 +350,12 @@ def within_slots(demand, slots):
     return demand <= slots * (1 + 1e-9)
 
 
-def load_point(
-    steps: Steps,
-    users,
-    think_time_s=0.0,
-    percentile=90.0,
-    config=None,
-    rate_bracket=None,
-) -> LoadPoint:
-    """Solve the closed-loop model for each user count. At a request rate ``λ`` everything
-    follows (decoding batch, iteration time, the waits of the finite-source queues for KV
-    slots and for prefill, :class:`~estimator.queues.Repairman`), and so does the rate the
-    users would then send, ``N / (think + TTFT + decode)``. That implied rate never rises
-    with ``λ`` (more load only lengthens every wait: each queue's wait plus its users' time
-    away grows with the time away), so the fixed point is unique (:func:`rate_fixed_point`); at
-    the saturation rate the closed-system response-time law ``N = X·(think + TTFT + decode)``
-    sets TTFT, which then grows linearly with users. ``steps`` stacked
-    (:meth:`Steps.stack`): ``config`` gives each user count's configuration, and all are
-    solved together; ``think_time_s`` and ``percentile`` are one value for all, or one per
-    user count (replicas of several workloads solved together). ``rate_bracket``: per user
-    count, request rates below and above its own (those of fewer and of more users on the
-    same replica, :attr:`LoadPoint.rate`): the fixed point starts from them."""
-    n = np.atleast_1d(np.asarray(users, float))
+def _closed_loop(steps: Steps, n: np.ndarray, think_time_s, config):
+    """The implied request rate of ``n`` users as a function of the rate (the load model of
+    :func:`load_point`, every user count on its own), and what its results are read with."""
     st = steps.at(config)
     o, e, i_tok = st.output_tokens, st.tokens_per_iter, st.input_tokens
     c = np.maximum(st.slots, 1)
-    x_max = saturation_rate(st)
     n_chunks = np.ceil(i_tok / st.chunk)
     s_pf = i_tok * st.s_token  # what a prompt costs the replica (one stage's share)
     s_first = st.first_token_prefill  # what it costs its own first token
@@ -409,7 +389,40 @@ def load_point(
         implied = n / (think_time_s + ttft + dec_time)
         return implied, (b, rho, t_it, dec_time, own, pw_pf, w_pf, pw_sl, w_sl, busy, t_lb, ttft)
 
-    lam, saturated = rate_fixed_point(at_rate, x_max, n, rate_bracket)
+    return at_rate, (st, o, e, c, s_pf, others, admits)
+
+
+def load_point(
+    steps: Steps,
+    users,
+    think_time_s=0.0,
+    percentile=90.0,
+    config=None,
+    rate_bracket=None,
+) -> LoadPoint:
+    """Solve the closed-loop model for each user count. At a request rate ``λ`` everything
+    follows (decoding batch, iteration time, the waits of the finite-source queues for KV
+    slots and for prefill, :class:`~estimator.queues.Repairman`), and so does the rate the
+    users would then send, ``N / (think + TTFT + decode)``. That implied rate never rises
+    with ``λ`` (more load only lengthens every wait: each queue's wait plus its users' time
+    away grows with the time away), so the fixed point is unique (:func:`rate_fixed_point`); at
+    the saturation rate the closed-system response-time law ``N = X·(think + TTFT + decode)``
+    sets TTFT, which then grows linearly with users. ``steps`` stacked
+    (:meth:`Steps.stack`): ``config`` gives each user count's configuration, and all are
+    solved together; ``think_time_s`` and ``percentile`` are one value for all, or one per
+    user count (replicas of several workloads solved together). ``rate_bracket``: per user
+    count, request rates below and above its own (those of fewer and of more users on the
+    same replica, :attr:`LoadPoint.rate`): the fixed point starts from them."""
+    n = np.atleast_1d(np.asarray(users, float))
+    at_rate, (st, o, e, c, s_pf, others, admits) = _closed_loop(steps, n, think_time_s, config)
+    x_max = saturation_rate(st)
+
+    def narrow(rows):  # the same model over some of the user counts (settling ones)
+        think = think_time_s if np.ndim(think_time_s) == 0 else np.asarray(think_time_s)[rows]
+        cfg = None if config is None else np.broadcast_to(np.asarray(config), n.shape)[rows]
+        return _closed_loop(steps, n[rows], think, cfg)[0]
+
+    lam, saturated = rate_fixed_point(at_rate, x_max, n, rate_bracket, narrow)
     _, (b, rho, t_it, dec_time, own, pw_pf, w_pf, pw_sl, w_sl, busy, t_lb, ttft) = at_rate(lam)
     law = n / lam - think_time_s - dec_time  # the response-time law, binding at saturation
     ttft = np.where(saturated, np.maximum(ttft, law), ttft)

@@ -268,3 +268,27 @@ def test_a_rate_bracket_changes_no_load_point(think):
             for f in ("ttft_s", "ttft_pct_s", "tpot_s", "rate", "batch"):
                 np.testing.assert_allclose(getattr(got, f), getattr(plain, f), rtol=1e-7)
             assert (got.fits == plain.fits).all() and (got.stable == plain.stable).all()
+
+
+@pytest.mark.parametrize("think", [0.0, 20.0])
+def test_narrowing_to_the_settling_rows_changes_no_rate(think):
+    """Once most user counts have settled, the fixed point's steps evaluate only those still
+    settling (each count's model on its own): bit for bit the rates of evaluating them all."""
+    from estimator.fixed_point import rate_fixed_point
+    from estimator.load import _closed_loop, saturation_rate
+
+    n = np.unique(np.round(np.geomspace(1, 5000, 60)))
+    for _, st in _steps(think):
+        at_rate, (aligned, *_) = _closed_loop(st, n, think, None)
+        x_max = np.broadcast_to(saturation_rate(aligned), n.shape)
+        plain = rate_fixed_point(at_rate, x_max, n)
+        calls = []
+
+        def narrow(rows, st=st, calls=calls):
+            calls.append(rows.size)
+            return _closed_loop(st, n[rows], think, None)[0]
+
+        narrowed = rate_fixed_point(at_rate, x_max, n, narrow=narrow)
+        assert calls and min(calls) < n.size  # it did narrow
+        np.testing.assert_array_equal(narrowed[0], plain[0])
+        np.testing.assert_array_equal(narrowed[1], plain[1])
