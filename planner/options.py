@@ -71,8 +71,8 @@ class _LLMSearch:
     per_gpu: dict[str, dict[int, float]] = field(default_factory=dict)  # best seats per GPU
     seen: list = field(default_factory=list)  # (enumeration index, candidate, capacity)
     best: dict = field(default_factory=dict)  # (type, GPUs) -> (seats, option)
-    order: dict[int, int] = field(default_factory=dict)
-    part: tuple = ()  # capacity.workload_part of w: what its replicas' steps are keyed by
+    order: dict[int, int] = field(init=False)  # candidate (by identity) -> enumeration index
+    part: tuple = field(init=False)  # capacity.workload_part of w: its steps' key part
 
     def __post_init__(self) -> None:
         self.part = workload_part(self.w)

@@ -39,13 +39,15 @@ def plan_scenario(
     with ThreadPoolExecutor(max_workers=2) as pool:
         types = sorted({o.opt.gpu for o in pl.options}) if per_gpu else []
         by_type = [pool.submit(_one_type, pl, g) for g in types]
-        sol = pl.run(pl.options, pl.limits())
+        limits = pl.limits()
+        sol = pl.run(pl.options, limits)
         if not sol.found:
+            for f in by_type:  # no plan: the per-type fleets are not wanted
+                f.cancel()
             res.reason = diagnose(pl)
             return res
         # the first next-best fleet while those run, from the covers of single workloads
         floor = sol.cost if sol.optimal else None
-        limits = pl.limits()
         first = None
         if top > 1:
             first = pl.run(pl.options, limits, exclude=[sol.gpus_by_type], cost_floor=floor)
@@ -54,14 +56,15 @@ def plan_scenario(
         # type set: the cheapest such one seeds each later search (a hint, not a
         # constraint), which then starts near its optimum rather than from the covers of
         # single workloads (three_workloads.yaml's alternatives: 0.41 -> 0.24 s)
+        index = {id(o): i for i, o in enumerate(pl.options)}
         starts = sorted(
-            (_as_full(pl, sub, s) for sub, s in per_type), key=lambda s: (s.cost, s.gpus)
+            (_as_full(index, sub, s) for sub, s in per_type), key=lambda s: (s.cost, s.gpus)
         )
         # the cheapest fleet with one vendor fewer: what a second software stack saves
         fewer = None
         vendors = {pl.options[i].opt.vendor for i in sol.replicas}
         if len(vendors) > 1:
-            lim = replace(pl.limits(), max_vendors=len(vendors) - 1)
+            lim = replace(limits, max_vendors=len(vendors) - 1)
             fewer = pool.submit(pl.run, pl.options, lim, start=starts[0] if starts else None)
         # next-best fleets, each with a different set of GPU types
         alternatives, seen, last = [], [sol.gpus_by_type], sol
@@ -70,7 +73,7 @@ def plan_scenario(
                 s, first = first, None
             else:
                 floor = last.cost if last.optimal else None
-                start = next((s for s in starts if allowed(s.gpus_by_type, seen)), None)
+                start = next((f for f in starts if allowed(f.gpus_by_type, seen)), None)
                 s = pl.run(pl.options, limits, exclude=seen, cost_floor=floor, start=start)
             if not s.found:
                 break
@@ -78,7 +81,7 @@ def plan_scenario(
             alternatives.append(s)
             last = s
         if fewer is not None:
-            fewer = fewer.result() if fewer.result().found else None
+            fewer = s if (s := fewer.result()).found else None
     solved = [(pl.options, sol), *per_type, *((pl.options, s) for s in alternatives)]
     prefetch_points(pl, solved + ([(pl.options, fewer)] if fewer else []))
     plans: dict[tuple, Plan] = {}
@@ -105,9 +108,9 @@ def plan_scenario(
     return res
 
 
-def _as_full(pl: SearchSpace, sub: list, s: Solution) -> Solution:
-    """A solution over a subset of the options, its replicas indexed as the full list."""
-    index = {id(o): i for i, o in enumerate(pl.options)}
+def _as_full(index: dict[int, int], sub: list, s: Solution) -> Solution:
+    """A solution over a subset of the options, its replicas indexed as the full list
+    (``index``: each option's position in it, by identity)."""
     return replace(s, replicas={index[id(sub[i])]: n for i, n in s.replicas.items()})
 
 
