@@ -70,6 +70,9 @@ class _HelperModel:
             _CMH.BoolArgumentConstraint.bool_and, [b]
         ).only_enforce_if(a)
 
+    def clear_hints(self) -> None:
+        self._m.model_proto.clear_solution_hint()
+
     def add_hint(self, var, value: int) -> None:
         hint = self._m.model_proto.solution_hint
         hint.vars.append(var.index)

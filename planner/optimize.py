@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from . import cpsat
+from .packing import lin, loose, packable, units
 
 # objective = dollars × 1000 + GPUs owned + GPUs running replicas: at equal cost, fewer GPUs
 # and no idle replicas (a dollar outweighs any GPU count below 500, and stays in int64); then
@@ -95,16 +96,6 @@ def _no_plan(status: str = "infeasible") -> Solution:
     return Solution(status, {}, {}, 0, 0)
 
 
-def _pow2(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
-
-
-def packable(purchases: list[Purchase], size: int) -> bool:
-    """Whether a replica of ``size`` GPUs can be placed on these units: inside one unit, or
-    over whole units of the largest kind."""
-    return any(size <= p.gpus or (p.spans and size % p.gpus == 0) for p in purchases)
-
-
 def solve(
     options: list[Option],
     required: dict[str, int],
@@ -120,235 +111,173 @@ def solve(
     costs of ``limits``; without, each option's own cost per replica (loose GPUs).
     ``cost_floor``: a cost no plan here can be below (a proven earlier optimum of a model
     this one only restricts), given to the search as a bound."""
-    buys = purchases or []
-    by_type_buys: dict[str, list[int]] = {}
-    for j, p in enumerate(buys):
-        by_type_buys.setdefault(p.gpu, []).append(j)
-    live = [
-        i
-        for i, o in enumerate(options)
-        if purchases is None
-        or (o.gpu in by_type_buys and packable([buys[j] for j in by_type_buys[o.gpu]], o.gpus))
-    ]
-    by_workload = {w: [i for i in live if options[i].workload == w] for w in required}
-    if not all(by_workload.values()):
-        return _no_plan()
-    # Each workload's own cheapest cover (at each option's cost) bounds its part of the joint
-    # cost from below and seeds the search. With loose GPUs, covers that meet every limit are
-    # the optimum (proven by the bounds): no search is needed.
-    hint, floors, proven = [0] * len(options), {}, True
-    for w, idx in by_workload.items():
-        floors[w], reps = _cheapest_cover([options[i] for i in idx], required[w])
-        proven &= (
-            sum(options[i].capacity * n for i, n in zip(idx, reps, strict=True)) >= required[w]
+    model = FleetModel(options, required, limits, work_limit, purchases)
+    return model.solve(exclude, cost_floor, start)
+
+
+class FleetModel:
+    """One fleet model, solved again as fleets are excluded: the next-best fleets add their
+    exclusions to the model already built instead of building it afresh each time (its
+    rows, then each exclusion in turn, as a fresh build would add them)."""
+
+    def __init__(
+        self,
+        options: list[Option],
+        required: dict[str, int],
+        limits: Limits,
+        work_limit: float = WORK_LIMIT,
+        purchases: list[Purchase] | None = None,
+    ):
+        self.options, self.required, self.limits = options, required, limits
+        self.work_limit, self.purchases = work_limit, purchases
+        self.buys = purchases or []
+        self.by_type_buys: dict[str, list[int]] = {}
+        for j, p in enumerate(self.buys):
+            self.by_type_buys.setdefault(p.gpu, []).append(j)
+        self.live = [
+            i
+            for i, o in enumerate(options)
+            if purchases is None
+            or (
+                o.gpu in self.by_type_buys
+                and packable([self.buys[j] for j in self.by_type_buys[o.gpu]], o.gpus)
+            )
+        ]
+        by_workload = {w: [i for i in self.live if options[i].workload == w] for w in required}
+        self.by_workload = by_workload
+        self.empty = not all(by_workload.values())
+        if self.empty:
+            return
+        # Each workload's own cheapest cover (at each option's cost) bounds its part of the
+        # joint cost from below and seeds the search. With loose GPUs, covers that meet every
+        # limit are the optimum (proven by the bounds): no search is needed.
+        self.hint, self.floors, proven = [0] * len(options), {}, True
+        for w, idx in by_workload.items():
+            self.floors[w], reps = _cheapest_cover([options[i] for i in idx], required[w])
+            proven &= (
+                sum(options[i].capacity * n for i, n in zip(idx, reps, strict=True)) >= required[w]
+            )
+            for i, n in zip(idx, reps, strict=True):
+                self.hint[i] = n
+        self.covers = None
+        if purchases is None and proven:
+            self.covers = _solution(
+                options, {i: n for i, n in enumerate(self.hint) if n}, "optimal"
+            )
+        self.m = None  # built when first searched
+        self.excluded: list[dict[str, int]] = []
+
+    def _build(self) -> None:
+        options, required, limits = self.options, self.required, self.limits
+        m = self.m = _model()
+        ubx = self.ubx = [0] * len(options)  # options that cannot be placed stay at 0
+        for i in self.live:
+            o = options[i]
+            ub = -(-required[o.workload] // o.capacity)
+            if limits.available and o.gpu in limits.available:
+                ub = min(ub, limits.available[o.gpu] // o.gpus)
+            ubx[i] = max(ub, 0)
+        x = self.x = [m.new_int_var(0, ub, f"x{i}") for i, ub in enumerate(ubx)]
+        for w, idx in self.by_workload.items():
+            m.add(lin((options[i].capacity, x[i]) for i in idx) >= required[w])
+            m.add(lin((_weight(options[i]), x[i]) for i in idx) >= self.floors[w])
+        if self.purchases is None:
+            fleet = loose(m, options, x, limits)
+        else:
+            fleet = units(m, options, self.live, x, ubx, self.buys, self.by_type_buys, limits)
+        self.fleet = fleet
+        max_types = 1 if limits.single_type else limits.max_types
+        if max_types is not None:
+            m.add(sum(fleet.use.values()) <= max_types)
+        if limits.max_vendors is not None:
+            vendor = {o.gpu: o.vendor for o in options}
+            vuse = {v: m.new_bool_var(f"vendor_{v}") for v in sorted(set(vendor.values()))}
+            for g, u in fleet.use.items():
+                if g in vendor:
+                    m.add_implication(u, vuse[vendor[g]])
+                else:  # a type none of these options runs on: it serves nothing
+                    m.add(u == 0)
+            m.add(sum(vuse.values()) <= limits.max_vendors)
+        if limits.max_usd is not None:
+            m.add(fleet.cost <= int(limits.max_usd))
+        if limits.power_cap_w is not None:
+            m.add(fleet.power <= limits.power_cap_w)
+        # cost first, then GPUs owned, then GPUs the replicas use (no idle replicas in the
+        # plan), then the most demand served (headroom). Fleets equal on all four (the same
+        # cost and GPUs, serving as much: e.g. 15 one-GPU replicas or 1 + 7 two-GPU ones) are
+        # left to the search, which is deterministic. The last term is scaled past the
+        # largest service possible; where that could overflow 64 bits (CP-SAT refuses such a
+        # model) the plan is left to the first three.
+        used = lin((o.gpus, x[i]) for i, o in enumerate(options))
+        primary = fleet.cost * TIE_SCALE + fleet.gpus + used
+        served = lin((o.capacity, x[i]) for i, o in enumerate(options))
+        most = sum(o.capacity * ub for o, ub in zip(options, ubx, strict=True)) + 1
+        m.minimize(primary * most - served)
+        if m.validate():
+            m.minimize(primary)
+
+    def solve(
+        self,
+        exclude: list[dict[str, int]] | None = None,
+        cost_floor: int | None = None,
+        start: Solution | None = None,
+    ) -> Solution:
+        """The cheapest fleet that differs from each of ``exclude``, which extends the
+        exclusions of this model's earlier solves (a list that only grows)."""
+        if self.empty:
+            return _no_plan()
+        exclude = exclude or []
+        if exclude[: len(self.excluded)] != self.excluded:
+            raise ValueError("a fleet model's exclusions only grow")
+        if self.covers is not None and _meets_limits(
+            self.options, self.covers, self.limits, exclude
+        ):
+            return self.covers
+        if self.m is None:
+            self._build()
+        m, x, fleet, options = self.m, self.x, self.fleet, self.options
+        m.clear_hints()
+        # a known fleet (its replicas indexed as ``options``) seeds it, else the covers
+        hint = self.hint if start is None else [start.replicas.get(i, 0) for i in range(len(x))]
+        for i in self.live:
+            m.add_hint(x[i], hint[i])
+        if start is not None and self.purchases is not None:
+            for j, v in enumerate(fleet.y):
+                if not isinstance(v, int):
+                    m.add_hint(v, start.units.get(j, 0))
+                    m.add_hint(fleet.spare[j], start.spares.get(j, 0))
+        for prev in exclude[len(self.excluded) :]:
+            _forbid(m, fleet.use, fleet.counts, prev)
+        self.excluded = list(exclude)
+        # a floor on the cost (the previous alternative's proven optimum: each excludes more,
+        # so none is cheaper) gives the LP the bound the packing's coupling of several
+        # workloads hides: three_workloads.yaml's four alternatives 350-450 -> 230-260 ms.
+        # Alone, one workload's LP is tight already and the extra row slows it (57-69 ->
+        # 73-83 ms). Floors only rise, so each new row makes the earlier ones redundant
+        if cost_floor and len(self.required) > 1:
+            m.add(fleet.cost >= cost_floor)
+        one_type = len({options[i].gpu for i in self.live}) == 1
+        solver = _solver(m, self.work_limit, len(self.required), one_type)
+        state = solver.solve(m)
+        if state not in (cpsat.OPTIMAL, cpsat.FEASIBLE):
+            return _no_plan(state)
+        reps = {i: int(solver.value(v)) for i, v in enumerate(x) if solver.value(v) > 0}
+        if self.purchases is None:
+            return _solution(options, reps, state)
+        y, spare = fleet.y, fleet.spare
+        return Solution(
+            state,
+            reps,
+            {g: int(solver.value(n)) for g, n in fleet.counts.items() if solver.value(n) > 0},
+            int(solver.value(fleet.cost)),
+            int(solver.value(fleet.gpus)),
+            {j: int(solver.value(v)) for j, v in enumerate(y) if _bought(solver, v)},
+            {j: int(solver.value(v)) for j, v in enumerate(spare) if _bought(solver, v)},
         )
-        for i, n in zip(idx, reps, strict=True):
-            hint[i] = n
-    if purchases is None and proven:
-        covers = _solution(options, {i: n for i, n in enumerate(hint) if n}, "optimal")
-        if _meets_limits(options, covers, limits, exclude):
-            return covers
-    m = _model()
-    ubx = [0] * len(options)  # options that cannot be placed stay at 0
-    for i in live:
-        o = options[i]
-        ub = -(-required[o.workload] // o.capacity)
-        if limits.available and o.gpu in limits.available:
-            ub = min(ub, limits.available[o.gpu] // o.gpus)
-        ubx[i] = max(ub, 0)
-    x = [m.new_int_var(0, ub, f"x{i}") for i, ub in enumerate(ubx)]
-    if start is not None:  # a known fleet (its replicas indexed as ``options``) seeds it
-        hint = [start.replicas.get(i, 0) for i in range(len(options))]
-    for i in live:
-        m.add_hint(x[i], hint[i])
-    for w, idx in by_workload.items():
-        m.add(_lin((options[i].capacity, x[i]) for i in idx) >= required[w])
-        m.add(_lin((_weight(options[i]), x[i]) for i in idx) >= floors[w])
-    if purchases is None:
-        fleet = _loose(m, options, x, limits)
-    else:
-        fleet = _units(m, options, live, x, ubx, buys, by_type_buys, limits)
-    use, cost, power, gpus, counts = fleet.use, fleet.cost, fleet.power, fleet.gpus, fleet.counts
-    if start is not None and purchases is not None:
-        for j, v in enumerate(fleet.y):
-            if not isinstance(v, int):
-                m.add_hint(v, start.units.get(j, 0))
-                m.add_hint(fleet.spare[j], start.spares.get(j, 0))
-    max_types = 1 if limits.single_type else limits.max_types
-    if max_types is not None:
-        m.add(sum(use.values()) <= max_types)
-    if limits.max_vendors is not None:
-        vendor = {o.gpu: o.vendor for o in options}
-        vuse = {v: m.new_bool_var(f"vendor_{v}") for v in sorted(set(vendor.values()))}
-        for g, u in use.items():
-            if g in vendor:
-                m.add_implication(u, vuse[vendor[g]])
-            else:  # a type none of these options runs on: it serves nothing
-                m.add(u == 0)
-        m.add(sum(vuse.values()) <= limits.max_vendors)
-    if limits.max_usd is not None:
-        m.add(cost <= int(limits.max_usd))
-    if limits.power_cap_w is not None:
-        m.add(power <= limits.power_cap_w)
-    if exclude:
-        for prev in exclude:
-            _forbid(m, use, counts, prev)
-    # a floor on the cost (the previous alternative's proven optimum: each excludes more, so
-    # none is cheaper) gives the LP the bound the packing's coupling of several workloads
-    # hides: three_workloads.yaml's four alternatives 350-450 -> 230-260 ms. Alone, one
-    # workload's LP is tight already and the extra row slows it (57-69 -> 73-83 ms)
-    if cost_floor and len(required) > 1:
-        m.add(cost >= cost_floor)
-    # cost first, then GPUs owned, then GPUs the replicas use (no idle replicas in the plan),
-    # then the most demand served (headroom). Fleets equal on all four (the same cost and
-    # GPUs, serving as much: e.g. 15 one-GPU replicas or 1 + 7 two-GPU ones) are left to the
-    # search, which is deterministic. The last term is scaled past the largest service
-    # possible; where that could overflow 64 bits (CP-SAT refuses such a model) the plan is
-    # left to the first three.
-    used = _lin((o.gpus, x[i]) for i, o in enumerate(options))
-    primary = cost * TIE_SCALE + gpus + used
-    served = _lin((o.capacity, x[i]) for i, o in enumerate(options))
-    most = sum(o.capacity * ub for o, ub in zip(options, ubx, strict=True)) + 1
-    m.minimize(primary * most - served)
-    if m.validate():
-        m.minimize(primary)
-    one_type = len({options[i].gpu for i in live}) == 1
-    solver = _solver(m, work_limit, len(required), one_type)
-    state = solver.solve(m)
-    if state not in (cpsat.OPTIMAL, cpsat.FEASIBLE):
-        return _no_plan(state)
-    reps = {i: int(solver.value(v)) for i, v in enumerate(x) if solver.value(v) > 0}
-    if purchases is None:
-        return _solution(options, reps, state)
-    y, spare = fleet.y, fleet.spare
-    return Solution(
-        state,
-        reps,
-        {g: int(solver.value(n)) for g, n in counts.items() if solver.value(n) > 0},
-        int(solver.value(cost)),
-        int(solver.value(gpus)),
-        {j: int(solver.value(v)) for j, v in enumerate(y) if _bought(solver, v)},
-        {j: int(solver.value(v)) for j, v in enumerate(spare) if _bought(solver, v)},
-    )
-
-
-def _lin(terms):
-    """``Σ coefficient·expression`` over ``(coefficient, expression)`` pairs, as one node."""
-    pairs = list(terms)
-    return cpsat.weighted_sum([e for _, e in pairs], [c for c, _ in pairs])
 
 
 def _bought(solver, v) -> bool:
     return not isinstance(v, int) and solver.value(v) > 0
-
-
-@dataclass
-class _Fleet:
-    """The fleet's model expressions: GPU types in use, cost, power, GPUs owned, GPUs in
-    service per type, and (whole units) the unit counts in service and spare per purchase."""
-
-    use: dict
-    cost: object
-    power: object
-    gpus: object
-    counts: dict
-    y: list = field(default_factory=list)
-    spare: list = field(default_factory=list)
-
-
-def _loose(m, options: list[Option], x, limits: Limits) -> _Fleet:
-    """Loose GPUs: each replica costs its option's price; the fleet is the replicas' GPUs."""
-    types = sorted({o.gpu for o in options})
-    counts = {g: _lin((o.gpus, x[i]) for i, o in enumerate(options) if o.gpu == g) for g in types}
-    use = {g: m.new_bool_var(f"use_{g}") for g in types}
-    for i, o in enumerate(options):
-        m.add(x[i] == 0).only_enforce_if(use[o.gpu].negated())
-    for g in types:
-        m.add(counts[g] >= 1).only_enforce_if(use[g])
-    if limits.available:
-        for g in types:
-            if g in limits.available:
-                m.add(counts[g] <= limits.available[g])
-    cost = _lin((o.cost, x[i]) for i, o in enumerate(options)) + limits.type_cost * sum(
-        use.values()
-    )
-    power = _lin((o.power_w, x[i]) for i, o in enumerate(options))
-    return _Fleet(use, cost, power, sum(counts.values()), counts)
-
-
-def _units(m, options, live, x, ubx, buys, by_type_buys, limits: Limits) -> _Fleet:
-    """Whole units in service ``y`` and ``spare`` per purchase, the replicas packed onto them.
-
-    Power-of-two units (8-GPU boards, 1/2/4/8-GPU instances) hold any mix of power-of-two
-    replicas whose GPUs, counted from each size up, fit the units of at least that size (the
-    buddy rule, exact for sizes that divide each other). Other units (a 72-GPU NVL rack) hold
-    replicas of one size each, ``gpus // size`` of them: conservative, never overfull. Spares:
-    ``limits.spares`` more units of every pool (GPU type x unit kind) in use."""
-    y: list = [None] * len(buys)  # every purchase belongs to one GPU type: set below
-    spare: list = [None] * len(buys)
-    use, counts = {}, {}
-    for g, js in sorted(by_type_buys.items()):
-        opts = [i for i in live if options[i].gpu == g]
-        if not opts:  # no replica runs on this type here: none of its units is bought
-            for j in js:
-                y[j] = spare[j] = 0
-            continue
-        most = sum(options[i].gpus * ubx[i] for i in opts)  # GPUs the replicas could want
-        for j in js:
-            ub = -(-most // buys[j].gpus)
-            if limits.available and g in limits.available:
-                ub = min(ub, limits.available[g] // buys[j].gpus)
-            y[j] = m.new_int_var(0, max(ub, 0), f"y{j}")
-            spare[j] = m.new_int_var(0, limits.spares, f"s{j}")
-            if limits.spares:
-                used = m.new_bool_var(f"used{j}")
-                m.add(y[j] >= 1).only_enforce_if(used)
-                m.add(y[j] == 0).only_enforce_if(used.negated())
-                m.add(spare[j] == limits.spares).only_enforce_if(used)
-                m.add(spare[j] == 0).only_enforce_if(used.negated())
-        sizes = sorted({buys[j].gpus for j in js})
-        if all(_pow2(s) for s in sizes):
-            # the level t = 1 always; a larger t only where some unit is smaller than t (else
-            # its units are the level-1 units and its replicas a subset: the row is implied)
-            t = 1
-            while t <= sizes[-1]:
-                if t == 1 or sizes[0] < t:
-                    m.add(
-                        _lin((options[i].gpus, x[i]) for i in opts if options[i].gpus >= t)
-                        <= _lin((buys[j].gpus, y[j]) for j in js if buys[j].gpus >= t)
-                    )
-                t *= 2
-        else:
-            bins = {j: [] for j in js}
-            for s in sorted({options[i].gpus for i in opts}):
-                same = _lin((1, x[i]) for i in opts if options[i].gpus == s)
-                for j in js:
-                    z = m.new_int_var(0, max(ubx[i] for i in opts) * (s // buys[j].gpus + 1), "z")
-                    bins[j].append(z)
-                    per = buys[j].gpus // s
-                    if per >= 1:
-                        m.add(same <= per * z)
-                    else:  # a replica spans whole units
-                        m.add(same * -(-s // buys[j].gpus) <= z)
-            for j in js:
-                m.add(sum(bins[j]) <= y[j])
-        use[g] = m.new_bool_var(f"use_{g}")
-        for j in js:
-            m.add(y[j] == 0).only_enforce_if(use[g].negated())
-        m.add(sum(y[j] for j in js) >= 1).only_enforce_if(use[g])
-        counts[g] = _lin((buys[j].gpus, y[j]) for j in js)
-        if limits.available and g in limits.available:
-            owned = _lin((buys[j].gpus, y[j] + spare[j]) for j in js)
-            m.add(owned <= limits.available[g])
-    owned = [y[j] + spare[j] for j in range(len(buys))]
-    cost = _lin((b.cost, owned[j]) for j, b in enumerate(buys)) + limits.type_cost * sum(
-        use.values()
-    )
-    power = _lin((b.power_w, owned[j]) for j, b in enumerate(buys))
-    if limits.max_rack_units is not None:
-        m.add(_lin((b.rack_units, owned[j]) for j, b in enumerate(buys)) <= limits.max_rack_units)
-    gpus = _lin((b.gpus, owned[j]) for j, b in enumerate(buys))
-    return _Fleet(use, cost, power, gpus, counts, y, spare)
 
 
 def _model():

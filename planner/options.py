@@ -26,7 +26,7 @@ from .costs import PER_TYPE_USD_PER_YEAR, Unit, gpu_unit, instance_unit, server_
 from .errors import ScenarioError
 from .family_capacity import FamilyCapacity
 from .kinds import KINDS, demand_of, family_capacity
-from .optimize import Limits, Option, Purchase, Solution, solve
+from .optimize import FleetModel, Limits, Option, Purchase, Solution, solve
 from .procurement import clouds, instances_for, server_catalog, servers_for
 from .scenario import Scenario
 from .workloads import LLMWorkload
@@ -456,6 +456,12 @@ class SearchSpace:
 
     def required(self) -> dict[str, int]:
         return {n: d.required for n, d in self.demands.items()}
+
+    def model(self, options: list[_Option], limits: Limits) -> FleetModel:
+        """The fleet model over ``options``, to solve again as fleets are excluded."""
+        return FleetModel(
+            [o.opt for o in options], self.required(), limits, purchases=self.purchases
+        )
 
     def run(
         self,

@@ -40,7 +40,10 @@ def plan_scenario(
         types = sorted({o.opt.gpu for o in pl.options}) if per_gpu else []
         by_type = [pool.submit(_one_type, pl, g) for g in types]
         limits = pl.limits()
-        sol = pl.run(pl.options, limits)
+        # the recommendation and the next-best fleets: one model, each fleet's exclusion
+        # added to it in turn (warm one-workload solve: ~2 ms less per fleet)
+        chain = pl.model(pl.options, limits)
+        sol = chain.solve()
         if not sol.found:
             for f in by_type:  # no plan: the per-type fleets are not wanted
                 f.cancel()
@@ -50,8 +53,11 @@ def plan_scenario(
         floor = sol.cost if sol.optimal else None
         first = None
         if top > 1:
-            first = pl.run(pl.options, limits, exclude=[sol.gpus_by_type], cost_floor=floor)
-        per_type = [r for f in by_type if (r := f.result()) is not None]
+            first = chain.solve([sol.gpus_by_type], cost_floor=floor)
+        # one workload's alternatives start from its own cheapest cover, which is what a
+        # one-type fleet would seed: they need not wait for the per-type solves
+        coupled = len(pl.demands) > 1
+        per_type = [r for f in by_type if (r := f.result()) is not None] if coupled else []
         # each one-type fleet is a plan every later model admits unless it excludes that
         # type set: the cheapest such one seeds each later search (a hint, not a
         # constraint), which then starts near its optimum rather than from the covers of
@@ -74,7 +80,7 @@ def plan_scenario(
             else:
                 floor = last.cost if last.optimal else None
                 start = next((f for f in starts if allowed(f.gpus_by_type, seen)), None)
-                s = pl.run(pl.options, limits, exclude=seen, cost_floor=floor, start=start)
+                s = chain.solve(seen, cost_floor=floor, start=start)
             if not s.found:
                 break
             seen.append(s.gpus_by_type)
@@ -82,6 +88,8 @@ def plan_scenario(
             last = s
         if fewer is not None:
             fewer = s if (s := fewer.result()).found else None
+        if not coupled:
+            per_type = [r for f in by_type if (r := f.result()) is not None]
     solved = [(pl.options, sol), *per_type, *((pl.options, s) for s in alternatives)]
     prefetch_points(pl, solved + ([(pl.options, fewer)] if fewer else []))
     plans: dict[tuple, Plan] = {}

@@ -192,6 +192,31 @@ def test_a_cost_floor_changes_no_alternative(name):
 
 
 @pytest.mark.parametrize("name", ["two-workloads", "robot-fleet", "chat-assistant"])
+def test_one_fleet_model_solved_again_gives_every_fresh_answer(name):
+    """The next-best fleets are searched on one model that gains each exclusion in turn
+    (:class:`planner.optimize.FleetModel`): every fleet, with the cost floors and a start
+    as plan_scenario gives them, is the very solution a model built afresh returns; and a
+    model's exclusions only grow."""
+    space = SearchSpace(load_scenario(ROOT / "scenarios" / f"{name}.yaml"))
+    limits = space.limits()
+    chain = space.model(space.options, limits)
+    first = chain.solve()
+    assert first == space.run(space.options, limits)
+    seen, last = [first.gpus_by_type], first
+    start = replace(first, replicas=dict(first.replicas))  # any known fleet as a hint
+    for k in range(4):
+        kw = {"cost_floor": last.cost if last.optimal else None, "start": start if k else None}
+        again = chain.solve(seen, **kw)
+        assert again == space.run(space.options, limits, exclude=seen, **kw)
+        if not again.found:
+            break
+        seen.append(again.gpus_by_type)
+        last = again
+    with pytest.raises(ValueError, match="only grow"):
+        chain.solve(seen[1:])
+
+
+@pytest.mark.parametrize("name", ["two-workloads", "robot-fleet", "chat-assistant"])
 def test_a_start_fleet_changes_no_optimum(name):
     """A known fleet given as the search's start (a hint, not a constraint) changes no
     answer: with each one-type fleet as the start, the cheapest fleet and the next-best one
