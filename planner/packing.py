@@ -6,12 +6,9 @@ these."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from . import cpsat
-
-if TYPE_CHECKING:
-    from .optimize import Limits, Option, Purchase
+from .fleet_spec import Limits, Option, Purchase
 
 
 def _pow2(n: int) -> bool:
