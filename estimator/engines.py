@@ -34,6 +34,9 @@ class Engine:
     # run, which its KV budget subtracts. V1 (`_dummy_sampler_run`): the 16-bit logits, the
     # sampler's fp32 copy and its fp32 probabilities, 10
     sampler_bytes: float = 10.0
+    # GPU families on which an FP8-quantised model with an FP8 KV cache runs its prompt
+    # attention in FP8 (see attention_precision)
+    fp8_prompt_attention: tuple[str, ...] = ()
 
 
 # max_num_seqs: vLLM V1 defaults to 1024 for the API server on large GPUs (256 on small);
@@ -63,6 +66,7 @@ ENGINES: dict[str, Engine] = {
         8192,
         2048,
         "TensorRT-LLM: free_gpu_memory_fraction=0.9 of memory free after weights",
+        fp8_prompt_attention=("ada", "hopper"),
     ),
 }
 
@@ -102,6 +106,21 @@ def engine(spec: str | Engine) -> Engine:
             f"unknown engine '{spec}' for a language model.{hint} Language-model engines: "
             f"{', '.join(ENGINES)}"
         ) from None
+
+
+def attention_precision(e: Engine, weights: str, kv: str, family: str) -> str:
+    """The precision a replica's attention math runs in: 16-bit, except where the engine
+    runs an FP8-quantised model's prompt attention in FP8 over an FP8 KV cache.
+    TensorRT-LLM does (its FP8 context FMHA): trtllm-bench enables it for every FP8 build
+    (tensorrt_llm/bench/build/build.py: ``use_fp8_context_fmha`` when the quantisation is
+    FP8), NIM's fp8_kv profiles list it, and the PyTorch backend asks for FP8 attention
+    output from FP8 layers over an FP8 KV cache (tensorrt_llm/_torch/attention_backend/
+    trtllm.py); its kernels exist for Ada and Hopper only (cpp/tensorrt_llm/common/
+    attentionOp.cpp: "FP8 FMHA cannot be enabled except on Ada or Hopper Arch"). Decode
+    attention reads the cache at memory speed either way."""
+    if weights == "fp8" and kv == "fp8" and family in e.fp8_prompt_attention:
+        return "fp8"
+    return "bf16"
 
 
 # Speech (Whisper) serving engines: their speed differences are host time per decoding step

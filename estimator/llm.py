@@ -18,7 +18,7 @@ from . import comm
 from .bands import bands_for
 from .efficiency import Efficiency
 from .engine_limits import engine_cap_refusal, max_model_len_refusal
-from .engines import Engine, kv_budget_bytes, runtime_overhead_bytes
+from .engines import Engine, attention_precision, kv_budget_bytes, runtime_overhead_bytes
 from .engines import engine as get_engine
 from .errors import EstimatorError
 from .formats import kv_format, weight_format
@@ -65,7 +65,8 @@ class Evaluator:
         )
         if self.wfmt.name == "fp8":  # the checkpoint's own block-FP8 layout
             check_block_quant(model, par)
-        self.machine = Machine(gpu, par, self.wfmt.compute, efficiency, self.engine.name)
+        attention = attention_precision(self.engine, self.wfmt.name, self.kvfmt.name, gpu.family)
+        self.machine = Machine(gpu, par, self.wfmt.compute, efficiency, self.engine.name, attention)
         self.notes: list[str] = []
         if self.machine.precision_note:
             self.notes.append(self.machine.precision_note)

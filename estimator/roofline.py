@@ -71,6 +71,7 @@ class Machine:
         compute: str,
         efficiency: Efficiency | None = None,
         engine: str | None = None,
+        attention: str = "bf16",
     ):
         self.gpu, self.par = gpu, par
         self.tp, self.pp, self.gpus = par.tp, par.pp, par.tp * par.pp
@@ -80,13 +81,17 @@ class Machine:
                 f"{gpu.name}, which has no scale-out network in its preset"
             )
         self.precision, self.precision_note = compute_precision(compute, gpu.dense_tflops)
-        self.attn_precision, _ = compute_precision("bf16", gpu.dense_tflops)
+        # the lm_head runs in 16-bit whatever the weights' format; attention too, unless the
+        # engine runs its prompt attention in FP8 (``attention``: see
+        # estimator.engines.attention_precision)
+        self.head_precision, _ = compute_precision("bf16", gpu.dense_tflops)
+        self.attn_precision, _ = compute_precision(attention, gpu.dense_tflops)
         self._set(efficiency or efficiency_for(efficiency_key(gpu), self.precision, engine))
 
     def _set(self, eff: Efficiency) -> None:
         self.eff = eff
         self.peak = self.gpu.peak_flops(self.precision) * eff.compute
-        # attention and the lm_head run in 16-bit whatever the weights' format
+        self.peak_head = self.gpu.peak_flops(self.head_precision) * eff.compute
         self.peak_attn = self.gpu.peak_flops(self.attn_precision) * eff.compute
         self.bw = self.gpu.bandwidth_bytes_s * eff.memory
 
@@ -132,7 +137,7 @@ class Machine:
         Kernels of a layer run in turn, so a memory-bound attention or expert GEMM does not
         hide behind compute-bound dense GEMMs (language models, leave-one-source-out over
         898 rows: throughput 13.8 -> 13.0%)."""
-        t_mm = mm_flops / self.peak + head_flops / self.peak_attn
+        t_mm = mm_flops / self.peak + head_flops / self.peak_head
         t_at = attn_flops / self.peak_attn
         t_mem = stage_bytes / self.bw
         over = layers * self.eff.layer_overhead_us * 1e-6

@@ -227,3 +227,31 @@ def test_confidence_is_bounded(tmp_path):
     )
     with pytest.raises(ScenarioError, match="confidence"):
         load_scenario(p)
+
+
+def test_tensorrt_llm_runs_fp8_prompt_attention_on_ada_and_hopper():
+    """TensorRT-LLM's FP8 context FMHA (estimator.engines.attention_precision): an FP8 model
+    with an FP8 KV cache on Hopper runs its prompt attention at the FP8 peak. By hand for
+    Llama-3.1-8B (32 layers, 32 heads of 128) and a 4,096-token prompt: 2 x 32 heads x
+    (128 + 128) x 4096 x 4097 / 2 pairs x 32 layers = 4.3991e12 FLOPs; H100 SXM peaks 1,978.9
+    (FP8) and 989.4 (BF16) dense TFLOPS. The GEMMs and lm_head are as under vLLM."""
+    m = get_model("llama-3.1-8b")
+    flops = 2 * 32 * 256 * 4096 * 4097 / 2 * 32
+    assert m.attention_flops_prefill(4096) == pytest.approx(flops)
+
+    def prefill(engine, gpu="h100-sxm", w="fp8", kv="fp8"):
+        ev = Evaluator(m, get_gpu(gpu), parallel_for(1), w, kv, engine)
+        return ev.prefill(1, 4096), ev.machine.eff.compute
+
+    trt, eff = prefill("trtllm")
+    vllm, _ = prefill("vllm")
+    assert float(trt.attn_compute) == pytest.approx(flops / (1978.9e12 * eff))
+    assert float(vllm.attn_compute) == pytest.approx(flops / (989.4e12 * eff))
+    gemms = float(trt.compute - trt.attn_compute)
+    assert gemms == pytest.approx(float(vllm.compute - vllm.attn_compute))
+    # 16-bit attention elsewhere: a 16-bit KV cache, 16-bit weights, or Blackwell (its
+    # FP8 FMHA is not built for it)
+    for kw in ({"kv": "bf16"}, {"w": "bf16"}, {"gpu": "b200"}):
+        t, e = prefill("trtllm", **kw)
+        v, _ = prefill("vllm", **kw)
+        assert float(t.attn_compute) == pytest.approx(float(v.attn_compute)), kw
