@@ -47,7 +47,13 @@ def simulate(
     seed: int = 0,
     speculative: Speculative | None = None,
     max_iterations: int = 2_000_000,
+    start: str = "spread",
 ) -> SimResult:
+    """``start``: "spread" (users begin at random points of one request's duration, as
+    real traffic does) or "together" (every user at once, as a synthetic benchmark's
+    clients: the harness the waves formula of :mod:`estimator.harness` describes)."""
+    if start not in ("spread", "together"):
+        raise ValueError(f"start must be 'spread' or 'together', not {start!r}")
     rng = np.random.default_rng(seed)
     st = steps
     slots = max(st.slots, 1)
@@ -60,11 +66,13 @@ def simulate(
     stack_s = float(st.request_s)
     # events: users' next arrival times (heap of (time, user))
     # users start spread over one request's duration, so fixed-length requests do not march
-    # in lockstep (real traffic is not synchronised)
+    # in lockstep (real traffic is not synchronised); or all at once (a benchmark harness)
     span0 = st.s_alone + (o - 1) * float(st.t_iter(1)) / st.tokens_per_iter
+    if start == "together":
+        span0 = 0.0
     arrivals = [
         (float(rng.exponential(think_time_s)) if think_time_s > 0 else 0.0)
-        + float(rng.uniform(0, span0))
+        + (float(rng.uniform(0, span0)) if span0 else 0.0)
         for u in range(users)
     ]
     arrivals = [(t, u) for u, t in enumerate(arrivals)]

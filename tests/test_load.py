@@ -264,3 +264,25 @@ def test_an_open_loop_is_a_closed_one_of_very_many_users():
     assert [p.output_tokens_per_s[0] for p in pts] == pytest.approx(
         [f * top * 100 for f in (0.1, 0.3, 0.5, 0.7, 0.9)], rel=1e-3
     )
+
+
+def test_a_synchronised_harness_stays_in_waves_in_the_simulator():
+    """Clients that start together with fixed lengths and no think time (a synthetic
+    benchmark; ``simulate(start="together")``) keep arriving in clusters long after their
+    first wave: a wave prefilled over several iterations is staggered by whole iterations,
+    and decode iterations are short, so its groups come back close together. Their TTFT
+    after two full waves stays several times the TTFT of clients that start spread out, and
+    the replica's output rate is the waves formula's (estimator.harness.waves_point)."""
+    from estimator.harness import waves_point
+
+    st = steps_for("llama-3.1-8b", 1, 1000, 200)
+    n = 25
+    together = simulate(st, n, 0.0, requests=4 * n, warmup=2 * n, start="together")
+    spread = simulate(st, n, 0.0, requests=4 * n, warmup=2 * n)
+    assert together.ttft_mean_s > 3 * spread.ttft_mean_s
+    waves = waves_point(st, [n])
+    assert together.output_tokens_per_s == pytest.approx(
+        float(waves.output_tokens_per_s[0]), rel=0.02
+    )
+    with pytest.raises(ValueError, match="together"):
+        simulate(st, n, start="staggered")

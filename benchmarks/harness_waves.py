@@ -1,0 +1,56 @@
+"""How a synchronised benchmark harness behaves: published closed-loop TTFTs (fixed lengths,
+no think time, every client started together) beside the waves formula `planner validate`
+scores them with (`estimator.harness.waves_point`, through `calibration.scoring`) and the
+iteration-level simulator started the same way (`estimator.simulate.simulate(start=
+"together")`, the first two waves left out), on the very steps validate builds for each row.
+Not a speed benchmark: evidence for the harness model, run by hand.
+
+Run: python benchmarks/harness_waves.py [source substring] [max clients]
+     (default: the NIM sweeps, up to 100 clients)
+"""
+
+from __future__ import annotations
+
+import sys
+
+from calibration import shipped_dir
+from calibration.cases import Case, load_rows, prepare
+from calibration.params import current_params
+from calibration.scoring import efficiency_of, serving_metric
+from estimator.load import ServingOptions, prepare_steps
+from estimator.simulate import simulate
+
+
+def main(source: str = "docs.nvidia.com/nim", most: int = 100) -> None:
+    rows = load_rows(sorted(shipped_dir().glob("llm_measured_*.csv")))
+    cases = [c for i, r in enumerate(rows) if isinstance(c := prepare(i, r), Case)]
+    cases = [
+        c
+        for c in cases
+        if c.kind == "closed" and c.metric == "ttft_ms" and source in c.row.get("source", "")
+    ]
+    cases = [c for c in cases if 1 < c.clients <= most and c.replicas == 1]
+    params = current_params(sorted({c.family for c in cases}))
+    head = ("model", "in/out", "clients", "measured", "waves", "simulator")
+    print("{:28} {:>11} {:>7} {:>9} {:>9} {:>9}  (ms)".format(*head))
+    for c in cases:
+        eff = efficiency_of(params, c.family, c.ev.engine.name, c.precision, c.server)
+        ev = c.ev.with_efficiency(eff)
+        st = prepare_steps(ev, c.isl, c.osl, ServingOptions(arrivals="waves"))
+        n = int(c.clients)
+        sim = simulate(st, n, 0.0, requests=4 * n, warmup=2 * n, start="together")
+        waves = serving_metric(c, params)
+        name = c.row["model"].split("/")[-1][:28]
+        print(
+            f"{name:28} {c.isl:>5}/{c.osl:<5} {n:>7} {c.measured:>9.0f} {waves:>9.0f} "
+            f"{sim.ttft_mean_s * 1e3:>9.0f}"
+        )
+    if not cases:
+        print("no closed-loop TTFT rows match")
+
+
+if __name__ == "__main__":
+    main(
+        sys.argv[1] if len(sys.argv) > 1 else "docs.nvidia.com/nim",
+        int(sys.argv[2]) if len(sys.argv) > 2 else 100,
+    )
