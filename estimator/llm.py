@@ -342,6 +342,7 @@ class Estimate:
     compute_precision: str
     engine: str
     workload: dict
+    attention_precision: str  # the attention math's (engines.attention_precision)
     fits: bool
     memory_gb: MemoryBox
     max_batch: int
@@ -448,6 +449,7 @@ def estimate_replica(
         kv_format=ev.kvfmt.name,
         compute_precision=ev.precision,
         engine=ev.engine.name,
+        attention_precision=ev.machine.attn_precision,
         workload=workload.model_dump(),
         fits=bool(fits),
         memory_gb=box,

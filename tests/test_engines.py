@@ -255,3 +255,11 @@ def test_tensorrt_llm_runs_fp8_prompt_attention_on_ada_and_hopper():
         t, e = prefill("trtllm", **kw)
         v, _ = prefill("vllm", **kw)
         assert float(t.attn_compute) == pytest.approx(float(v.attn_compute)), kw
+    # the estimate says so (its JSON field and its table's heading)
+    from estimator import estimate
+
+    e = estimate("llama-3.1-8b", "h100-sxm", weights="fp8", kv="fp8", engine="trtllm")
+    assert e.attention_precision == "fp8"
+    assert (
+        estimate("llama-3.1-8b", "h100-sxm", weights="fp8", kv="fp8").attention_precision == "bf16"
+    )

@@ -77,11 +77,13 @@ def _num(x: float) -> str:
 def _llm_table(e: ServingEstimate, model_label: str, gpu_label: str) -> str:
     p = e.parallel
     wl = e.workload
+    attn = e.attention_precision
     head = (
         f"{model_label} on {p['tp'] * p['pp'] * p['replicas']} x {gpu_label} "
         f"(TP{p['tp']} PP{p['pp']} EP{p['ep']}{' attn-DP' if p['attention_dp'] else ''}"
         f"{', ' + str(p['replicas']) + ' replicas' if p['replicas'] > 1 else ''}), "
         f"weights {e.weights_format}, KV {e.kv_format}, math in {e.compute_precision}, "
+        f"{'' if attn == 'bf16' else f'attention in {attn}, '}"
         f"engine {e.engine}"
     )
     work = (
