@@ -33,9 +33,9 @@ def plan_scenario(
         excluded=pl.excluded,
     )
     # the best fleet of each GPU type is solved on two pool threads while the main thread
-    # solves the recommendation and the first next-best fleet (CP-SAT releases the GIL while
-    # it searches; every solve is deterministic, so the answers do not depend on which
-    # thread runs first)
+    # solves the recommendation and the first next-best fleet (with one workload, all of
+    # them) (CP-SAT releases the GIL while it searches; every solve is deterministic, so the
+    # answers do not depend on which thread runs first)
     with ThreadPoolExecutor(max_workers=2) as pool:
         types = sorted({o.opt.gpu for o in pl.options}) if per_gpu else []
         by_type = [pool.submit(_one_type, pl, g) for g in types]
