@@ -6,12 +6,14 @@ iteration-level simulator started the same way (`estimator.simulate.simulate(sta
 Not a speed benchmark: evidence for the harness model, run by hand.
 
 Run: python benchmarks/harness_waves.py [source substring] [max clients]
-     (default: the NIM sweeps, up to 100 clients)
+     (default: the NIM sweeps, up to 100 clients; "" and 100000: every source and load)
 """
 
 from __future__ import annotations
 
 import sys
+
+import numpy as np
 
 from calibration import shipped_dir
 from calibration.cases import Case, load_rows, prepare
@@ -33,6 +35,7 @@ def main(source: str = "docs.nvidia.com/nim", most: int = 100) -> None:
     params = current_params(sorted({c.family for c in cases}))
     head = ("model", "in/out", "clients", "measured", "waves", "simulator")
     print("{:28} {:>11} {:>7} {:>9} {:>9} {:>9}  (ms)".format(*head))
+    err_w, err_s = [], []
     for c in cases:
         eff = efficiency_of(params, c.family, c.ev.engine.name, c.precision, c.server)
         ev = c.ev.with_efficiency(eff)
@@ -40,6 +43,8 @@ def main(source: str = "docs.nvidia.com/nim", most: int = 100) -> None:
         n = int(c.clients)
         sim = simulate(st, n, 0.0, requests=4 * n, warmup=2 * n, start="together")
         waves = serving_metric(c, params)
+        err_w.append(abs(waves / c.measured - 1))
+        err_s.append(abs(sim.ttft_mean_s * 1e3 / c.measured - 1))
         name = c.row["model"].split("/")[-1][:28]
         print(
             f"{name:28} {c.isl:>5}/{c.osl:<5} {n:>7} {c.measured:>9.0f} {waves:>9.0f} "
@@ -47,6 +52,13 @@ def main(source: str = "docs.nvidia.com/nim", most: int = 100) -> None:
         )
     if not cases:
         print("no closed-loop TTFT rows match")
+        return
+    for label, err in (("waves", err_w), ("simulator", err_s)):
+        e = 100 * np.array(err)
+        print(
+            f"{label}: {len(e)} rows, median abs. error {np.median(e):.1f}%, "
+            f"p90 {np.percentile(e, 90):.1f}%"
+        )
 
 
 if __name__ == "__main__":
