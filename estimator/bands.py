@@ -56,7 +56,9 @@ def bands_for(
             continue
         out[name] = {"p10": value * f["p10"], "p50": value * f["p50"], "p90": value * f["p90"]}
         basis.append(f"{kind}: {f['n']} rows ({f['group']})")
-        if kind == "tpot":  # per-user speed is 1 / TPOT: its low end is TPOT's high end
+        # per-user speed is 1 / TPOT: its low end is TPOT's high end (none where no token
+        # follows the first: one output token has no time per output token)
+        if kind == "tpot" and value > 0:
             out["per_user_tokens_per_s"] = {
                 "p10": 1.0 / (value * f["p90"]),
                 "p50": 1.0 / (value * f["p50"]),

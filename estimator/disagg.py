@@ -3,6 +3,8 @@ the model only prefill, ``D`` only decode, and each prompt's KV cache moves betw
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .fixed_point import rate_fixed_point
@@ -37,7 +39,8 @@ def disaggregated_point(
     s_pf = st.s_alone / st.stages  # what it holds the instance: its stages pipeline prompts
     pf_queue, slot_queue = Repairman(n, prefill_replicas), Repairman(n, c_dec)
     x_pf = prefill_replicas / s_pf
-    x_dec = c_dec * e / (float(st.t_iter(st.slots)) * (o - 1) + kv_transfer_s * e)
+    per_request = float(st.t_iter(st.slots)) * (o - 1) + kv_transfer_s * e
+    x_dec = c_dec * e / per_request if per_request > 0 else math.inf  # one token: none
     x_max = min(x_pf, x_dec)
 
     def at_rate(lam, only=None):
@@ -62,7 +65,10 @@ def disaggregated_point(
     ttft = np.where(saturated, np.maximum(ttft, law), ttft)
     q_pf = tail_wait(pw_pf, w_pf, percentile / 100.0)
     ttft_p = np.maximum(s_first + st.request_s + q_pf, ttft)
-    tpot = (dec_time - kv_transfer_s) / max(o - 1, 1)
+    if o > 1:
+        tpot = (dec_time - kv_transfer_s) / (o - 1)
+    else:  # no token follows the first: a decode step's time, as estimator.load reads it
+        tpot = np.asarray(st.t_iter(np.maximum(b, 1)), float) / e
     in_flight = np.minimum(lam * hold / decode_replicas, st.slots)
     demand = n * hold / (think_time_s + ttft + dec_time) / decode_replicas
     return LoadPoint(

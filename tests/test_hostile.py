@@ -161,3 +161,22 @@ def test_a_huge_but_valid_demand_is_planned_with_a_warning(tmp_path):
     text = CHAT.replace("users: 2000", "users: 900000000")
     res = solve(_load(tmp_path, text), top=1)
     assert any("unusually large" in n for n in res.notes)
+
+
+@pytest.mark.parametrize("split", [[], ["--disaggregate", "1:2"]])
+def test_one_output_token_has_a_finite_per_user_speed(split):
+    """A request of one output token has no time between tokens: its curve (aggregated or
+    disaggregated) reads the decode step's time, as the load model does, in valid JSON (the
+    fuzzer found a division by zero in the bands and an infinite speed in disaggregation)."""
+    import json
+
+    args = ["curve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--input-tokens", "16"]
+    r = CliRunner().invoke(main, [*args, "--output-tokens", "1", *split, "--format", "json"])
+    assert r.exit_code == 0, r.output
+
+    def refuse(name):  # Infinity / NaN are not JSON
+        raise ValueError(name)
+
+    out = json.loads(r.output, parse_constant=refuse)
+    speed = out["operating_point"]["per_user_tokens_per_s"]
+    assert 0 < speed < 1e6
