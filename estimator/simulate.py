@@ -72,7 +72,7 @@ def simulate(
         span0 = 0.0
     arrivals = [
         (float(rng.exponential(think_time_s)) if think_time_s > 0 else 0.0)
-        + (float(rng.uniform(0, span0)) if span0 else 0.0)
+        + float(rng.uniform(0, span0))
         for u in range(users)
     ]
     arrivals = [(t, u) for u, t in enumerate(arrivals)]

@@ -47,8 +47,8 @@ def solve(
 
 class FleetModel:
     """One fleet model, solved again as fleets are excluded: the next-best fleets add their
-    exclusions to the model already built instead of building it afresh each time (its
-    rows, then each exclusion in turn, as a fresh build would add them)."""
+    exclusions (and cost floors) to the model already built instead of building it afresh
+    each time (tests/test_planner.py checks each answer equals a fresh model's)."""
 
     def __init__(
         self,
@@ -95,6 +95,7 @@ class FleetModel:
                 options, {i: n for i, n in enumerate(self.hint) if n}, "optimal"
             )
         self.m = None  # built when first searched
+        self.one_type = len({options[i].gpu for i in self.live}) == 1
         self.excluded: list[dict[str, int]] = []
 
     def _build(self) -> None:
@@ -186,8 +187,7 @@ class FleetModel:
         # 73-83 ms). Floors only rise, so each new row makes the earlier ones redundant
         if cost_floor and len(self.required) > 1:
             m.add(fleet.cost >= cost_floor)
-        one_type = len({options[i].gpu for i in self.live}) == 1
-        solver = _solver(m, self.work_limit, len(self.required), one_type)
+        solver = _solver(m, self.work_limit, len(self.required), self.one_type)
         state = solver.solve(m)
         if state not in (cpsat.OPTIMAL, cpsat.FEASIBLE):
             return _no_plan(state)

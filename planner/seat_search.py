@@ -63,7 +63,7 @@ def search(
     starts = _starts(rows, count)
     best_ttft[:] = np.asarray(lp.ttft_pct_s)[starts]  # the first grid count is one user
     best_tps[:] = np.asarray(lp.per_user_tokens_per_s)[starts]
-    passed = _passed(ok, rows, starts, count)
+    passed = _passed(ok, starts)
     lengths = np.diff(np.append(starts, len(rows)))
     none = passed == 0
     binding[none] = bind[starts[none]]
@@ -90,7 +90,7 @@ def search(
         rows, users, ok, bind, lp = _round(evaluate, open_, pts, inner, ttft_s, tps, ends)
         rate = _rates(lp, len(users))
         starts = _starts(rows, len(open_))
-        passed = _passed(ok, rows, starts, len(open_))
+        passed = _passed(ok, starts)
         lengths = np.diff(np.append(starts, len(rows)))
         moved = passed > 0
         at = starts[moved] + passed[moved] - 1
@@ -133,7 +133,7 @@ def _starts(rows: np.ndarray, count: int) -> np.ndarray:
     return np.searchsorted(rows, np.arange(count))
 
 
-def _passed(ok: np.ndarray, rows: np.ndarray, starts: np.ndarray, count: int) -> np.ndarray:
+def _passed(ok: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Per search, how many of its counts pass before the first that fails."""
     pos = np.arange(len(ok))
     first_fail = np.minimum.reduceat(np.where(ok, len(ok), pos), starts)

@@ -87,7 +87,7 @@ def plan_scenario(
             alternatives.append(s)
             last = s
         if fewer is not None:
-            fewer = s if (s := fewer.result()).found else None
+            fewer = got if (got := fewer.result()).found else None
         if not coupled:
             per_type = [r for f in by_type if (r := f.result()) is not None]
     solved = [(pl.options, sol), *per_type, *((pl.options, s) for s in alternatives)]
