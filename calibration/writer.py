@@ -96,7 +96,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
                     else {}
                 ),
                 **({"request_overhead_ms": r4(params.requests[e])} if e in params.requests else {}),
-                "rows": sum(1 for c in cases if c.fit and c.ev.engine.name == e),
+                "rows": info["rows_per_engine"].get(e, 0),
             }
             for e in sorted({*params.engines, *(f for f in params.requests if f in ENGINES)})
         },

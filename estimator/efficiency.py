@@ -88,6 +88,36 @@ def _efficiency(cal: dict, family: str, precision: str | None, engine: str | Non
     return replace(base, **over)
 
 
+_NOTES: tuple[object, dict] = (None, {})
+
+
+def calibration_note(family: str) -> str | None:
+    """Which of a GPU family's factors (its bandwidth share, its compute share) the
+    calibration has none of its own for, so that it takes the defaults: a plan on such a GPU
+    leans on factors fitted on other GPUs. None where it has both."""
+    global _NOTES
+    cal = calibration()
+    if _NOTES[0] is not cal:
+        _NOTES = (cal, {})
+    if family not in _NOTES[1]:
+        fam = (cal.get("families") or {}).get(family) or {}
+        d = cal["defaults"]
+        missing = [
+            (what, f"{d[key]:.0%} of peak {what}")
+            for key, what in (("memory", "bandwidth"), ("compute", "compute"))
+            if key not in fam
+        ]
+        _NOTES[1][family] = (
+            f"the calibration has no factor of the {family} family's own for its "
+            f"{' or '.join(w for w, _ in missing)} (too few published runs measure it): it "
+            f"runs at the defaults fitted on other GPUs ({', '.join(t for _, t in missing)}), "
+            "so its figures are less certain than their bands"
+            if missing
+            else None
+        )
+    return _NOTES[1][family]
+
+
 def compute_share(families: dict, default: float, family: str, precision: str | None) -> float:
     """The compute factor of ``family`` at ``precision``, from calibration-shaped ``families``
     (name -> {compute, compute_precision, rows, compute_at: {precision: {compute, rows}}}).

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import comm
 from .bands import bands_for
-from .efficiency import Efficiency
+from .efficiency import Efficiency, calibration_note, efficiency_key
 from .engine_limits import engine_cap_refusal, max_model_len_refusal
 from .engines import Engine, attention_precision, kv_budget_bytes, runtime_overhead_bytes
 from .engines import engine as get_engine
@@ -70,6 +70,8 @@ class Evaluator:
         self.notes: list[str] = []
         if self.machine.precision_note:
             self.notes.append(self.machine.precision_note)
+        if efficiency is None and (note := calibration_note(efficiency_key(gpu))):
+            self.notes.append(f"{gpu.name}: {note}")
         self.precision = self.machine.precision
         tp, pp = par.tp, par.pp
         self.tp, self.pp, self.gpus = tp, pp, tp * pp

@@ -7,6 +7,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+from estimator.efficiency import calibration_note, efficiency_key
+
 from .assembly import prefetch_points, to_plan
 from .diagnose import diagnose
 from .optimize import Solution, allowed
@@ -111,9 +113,18 @@ def plan_scenario(
     res.alternatives = [plan_of(pl.options, s) for s in alternatives]
     # proven optimal, each is no cheaper than the one before; unproven ones may be: sort
     res.alternatives.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
+    res.notes += _calibration_notes(pl, [res.plan, *res.alternatives])
     if sc.confidence is not None:
         res.notes.append(_at_point_estimate(sc, presets, res.plan.cost_per_year_usd))
     return res
+
+
+def _calibration_notes(pl: SearchSpace, plans: list[Plan]) -> list[str]:
+    """For each GPU type the recommendation or a next-best fleet runs on, what of its
+    family's efficiency no published run measured (estimator.efficiency.calibration_note)."""
+    gpus = {g.name: g for g in pl.gpus}
+    names = sorted({t for p in plans for t in p.gpus_by_type})
+    return [f"{n}: {note}" for n in names if (note := calibration_note(efficiency_key(gpus[n])))]
 
 
 def _as_full(index: dict[int, int], sub: list, s: Solution) -> Solution:

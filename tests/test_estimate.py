@@ -401,3 +401,28 @@ def test_a_request_over_max_model_len_is_advised_on_that_limit():
     )
     assert not e.fits and "max_model_len 1000" in e.refused_by
     assert e.advice and "--max-model-len 2100" in e.advice[0]
+
+
+def test_a_gpu_family_no_published_run_calibrates_says_so():
+    """A family with no calibration entry of its own runs at the defaults, and the estimate
+    says which factors those are; a calibrated family (Hopper: bandwidth from kernel data,
+    compute fitted) and an explicit Efficiency carry no such note. The planner notes it for
+    the GPU types its plans run on."""
+    from estimator import Evaluator, Parallel, get_gpu, get_model
+    from estimator.efficiency import calibration, calibration_note, efficiency_for
+
+    d = calibration()["defaults"]
+    note = calibration_note("no-such-family")
+    assert "bandwidth or compute" in note
+    assert f"{d['memory']:.0%} of peak bandwidth, {d['compute']:.0%} of peak compute" in note
+    assert calibration_note("hopper") is None
+    ampere = calibration_note("ampere")  # bandwidth from kernel data; its rows, memory-bound
+    assert ampere is not None and "the ampere family's own for its compute (" in ampere
+    model, h100 = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
+    other = h100.model_copy(update={"family": "no-such-family"})
+    notes = Evaluator(model, other, Parallel()).notes
+    assert any(n.startswith("h100-sxm: the calibration has no factor") for n in notes)
+    assert not any("no factor" in n for n in Evaluator(model, h100, Parallel()).notes)
+    own = efficiency_for("hopper", "bf16")
+    with_own = Evaluator(model, other, Parallel(), efficiency=own)
+    assert not any("no factor" in n for n in with_own.notes)

@@ -672,3 +672,17 @@ def test_the_same_fleet_shows_the_same_numbers_in_every_table():
     res = plan_scenario(load_scenario(ROOT / "scenarios" / "two-workloads.yaml"))
     same = [p for p in res.per_gpu_best if p.gpus_by_type == res.plan.gpus_by_type]
     assert same and all(p.usd_per_million_tokens == res.plan.usd_per_million_tokens for p in same)
+
+
+def test_plans_note_the_gpu_types_no_published_run_calibrates(tmp_path):
+    """A plan on a GPU whose family the calibration set never measured (Gaudi 3) says it runs
+    at the default factors; one on a calibrated family (H100: Hopper) carries no such note."""
+    for gpu, noted in (("gaudi3", True), ("h100-sxm", False)):
+        text = CHAT.format(users=400, ttft=2.0, tps=20, extra="")
+        p = write(tmp_path, text.replace("[h100-sxm, l40s, mi300x]", f"[{gpu}]"), f"{gpu}.yaml")
+        res = plan_scenario(load_scenario(p), top=1)
+        assert res.feasible and set(res.plan.gpus_by_type) == {gpu}
+        flagged = [n for n in res.notes if "the calibration has no factor" in n]
+        assert bool(flagged) == noted, res.notes
+        if noted:
+            assert flagged[0].startswith("gaudi3: ") and "gaudi3 family" in flagged[0]

@@ -373,16 +373,29 @@ def test_the_stack_time_is_the_front_ends(report):
     assert through_serve - through_nim == pytest.approx(90.0, rel=1e-6)
     fitted, info = f.fit([c for c in report.cases if c.fit])
     assert "nim" not in fitted.requests and fitted.requests.get("trtllm", 0) > 0
+    fit = [c for c in report.cases if c.fit and c.family in info["rows_per_family"]]
     left_out = [
         c
-        for c in report.cases
-        if c.fit
-        and c.metric == "ttft_ms"
-        and c.frontend != "none"
-        and c.server not in fitted.requests
+        for c in fit
+        if c.metric == "ttft_ms" and c.frontend != "none" and c.server not in fitted.requests
     ]
     assert {id(c) for c in nim if c.fit} <= {id(c) for c in left_out}
-    assert info["rows"] == sum(c.fit for c in report.cases) - len(left_out)
+    assert info["rows"] == len(fit) - len(left_out)
+
+
+def test_a_gpu_family_measured_on_one_model_is_scored_not_fitted(report):
+    """A family's factors come from runs of two models at least: the rows of a family with
+    one model's (MI355X: DeepSeek-R1 alone) stay out of the fit and its factors are the
+    defaults; every family the fit does use has two models or more."""
+    fitted, info = f.fit([c for c in report.cases if c.fit])
+    models: dict[str, set] = {}
+    for c in report.cases:
+        if c.fit:
+            models.setdefault(c.family, set()).add(c.ev.model.name)
+    thin = {fam for fam, ms in models.items() if len(ms) < f.MIN_MODELS_PER_FAMILY}
+    assert "cdna4" in thin and "cdna4" not in info["rows_per_family"]
+    assert all(len(models[fam]) >= f.MIN_MODELS_PER_FAMILY for fam in info["rows_per_family"])
+    assert "cdna4" not in fitted.families
 
 
 def test_a_row_is_scored_at_the_load_its_client_kept_in_flight():
