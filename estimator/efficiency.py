@@ -88,6 +88,35 @@ def _efficiency(cal: dict, family: str, precision: str | None, engine: str | Non
     return replace(base, **over)
 
 
+def fitted(family: str) -> tuple[bool, bool]:
+    """Whether the calibration has a GPU family's own bandwidth share, and its own compute
+    share (the rest are the defaults, fitted on other GPUs)."""
+    fam = (calibration().get("families") or {}).get(family) or {}
+    return "memory" in fam, "compute" in fam
+
+
+def summary(gpu) -> dict[str, Any]:
+    """The factors a GPU runs at: its calibration family, bandwidth share and compute share
+    at each precision it has a peak for, which of them are the family's own, and the note an
+    estimate on it carries where some are not."""
+    key = efficiency_key(gpu)
+    mem_own, cmp_own = fitted(key)
+    out: dict[str, Any] = {
+        "family": key,
+        "bandwidth_share": round(efficiency_for(key).memory, 4),
+        "bandwidth_own": mem_own,
+        **{
+            f"compute_share_{p}": round(efficiency_for(key, p).compute, 4)
+            for p in ("bf16", "fp8", "fp4")
+            if gpu.dense_tflops.get(p)
+        },
+        "compute_own": cmp_own,
+    }
+    if note := calibration_note(key):
+        out["note"] = note
+    return out
+
+
 _NOTES: tuple[object, dict] = (None, {})
 
 
@@ -100,12 +129,12 @@ def calibration_note(family: str) -> str | None:
     if _NOTES[0] is not cal:
         _NOTES = (cal, {})
     if family not in _NOTES[1]:
-        fam = (cal.get("families") or {}).get(family) or {}
         d = cal["defaults"]
+        own = dict(zip(("memory", "compute"), fitted(family), strict=True))
         missing = [
             (what, f"{d[key]:.0%} of peak {what}")
             for key, what in (("memory", "bandwidth"), ("compute", "compute"))
-            if key not in fam
+            if not own[key]
         ]
         _NOTES[1][family] = (
             f"the calibration has no factor of the {family} family's own for its "

@@ -161,6 +161,25 @@ def test_gpus_show_json():
     )
 
 
+def test_gpus_say_which_efficiency_factors_are_their_familys_own():
+    """`gpus show` gives the factors a GPU runs at and whether each is its family's own (H100:
+    Hopper's, bandwidth from kernel data and a fitted compute share; Gaudi 3: the defaults,
+    with the note estimates carry); `gpus list` has the same in a column."""
+    from estimator.efficiency import calibration
+
+    d = json.loads(run("gpus", "show", "h100-sxm", "--format", "json").output)["efficiency"]
+    hopper = calibration()["families"]["hopper"]
+    assert d["family"] == "hopper" and d["bandwidth_own"] and d["compute_own"]
+    assert d["bandwidth_share"] == pytest.approx(hopper["memory"], abs=1e-4)
+    assert "note" not in d and "compute_share_fp4" not in d
+    g = json.loads(run("gpus", "show", "gaudi3", "--format", "json").output)["efficiency"]
+    assert not g["bandwidth_own"] and not g["compute_own"] and "defaults" in g["note"]
+    default = calibration()["defaults"]
+    assert g["bandwidth_share"] == pytest.approx(default["memory"], abs=1e-4)
+    rows = {line.split()[0]: line for line in run("gpus", "list").output.splitlines()[2:]}
+    assert rows["h100-sxm"].endswith("bw, compute") and rows["gaudi3"].endswith(" -")
+
+
 def test_lists():
     out = run("models", "list").output
     assert "deepseek-v3" in out and "whisper-large-v3" in out and "sdxl" in out

@@ -81,6 +81,7 @@ def gpus_list(ctx, fmt):
 def gpus_show(ctx, name, fmt):
     """One accelerator with every value and its source."""
     from estimator import get_gpu
+    from estimator.efficiency import summary
 
     from ..render.catalog import gpu_text
 
@@ -89,6 +90,7 @@ def gpus_show(ctx, name, fmt):
     # what the estimator sizes with: device capacity as the runtime reports it
     d["capacity_runtime_gb"] = round(g.memory_bytes / 1e9, 2)
     d["capacity_runtime_gib"] = round(g.memory_bytes / 2**30, 2)
+    d["efficiency"] = summary(g)  # the factors it runs at, and which are its family's own
     click.echo(dump(d) if fmt == "json" else gpu_text(d))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from estimator import Accelerator
+from estimator.efficiency import efficiency_key, fitted
 
 
 def models_table(rows: list[dict]) -> str:
@@ -51,6 +52,12 @@ def model_text(info: dict) -> str:
     return "\n".join(lines)
 
 
+def _fitted(g: Accelerator) -> str:
+    """Which of the GPU's efficiency factors are its family's own (calibration.yaml)."""
+    mem, cmp = fitted(efficiency_key(g))
+    return ", ".join(w for w, own in (("bw", mem), ("compute", cmp)) if own) or "-"
+
+
 def gpus_table(gpus: list[Accelerator]) -> str:
     rows = [
         [
@@ -65,6 +72,7 @@ def gpus_table(gpus: list[Accelerator]) -> str:
             f"{g.scale_up.kind} x{g.scale_up.domain_size}",
             g.tdp_w,
             g.rental_usd_per_hour,
+            _fitted(g),
         ]
         for g in gpus
     ]
@@ -80,6 +88,7 @@ def gpus_table(gpus: list[Accelerator]) -> str:
         "scale-up",
         "TDP W",
         "$/h",
+        "own factors",
     ]
     return tabulate(rows, headers=head)
 
