@@ -16,6 +16,7 @@ from estimator import (
     get_model,
     gpu_catalog,
 )
+from estimator.efficiency import efficiency_key, fitted
 from estimator.engines import configure as configure_engine
 from estimator.families import family_of, get_family_model, is_family_model
 from estimator.resolve import weights_for
@@ -321,10 +322,18 @@ class SearchSpace:
                 continue
             out.append(g)
         self.available = avail
+        if f.calibrated_only:
+            guessed = [g.name for g in out if not all(fitted(efficiency_key(g)))]
+            out = [g for g in out if g.name not in guessed]
+            if guessed:
+                self.notes.append(
+                    f"left out {', '.join(guessed)}: fleet.calibrated_only, and no published "
+                    "run calibrates both their families' bandwidth and compute"
+                )
         if not out:
             raise ScenarioError(
                 "fleet: no GPU type is allowed by fleet.gpus, fleet.vendors, "
-                "fleet.segments and fleet.available together"
+                "fleet.segments, fleet.available and fleet.calibrated_only together"
             )
         return out
 

@@ -56,6 +56,9 @@ class Fleet(BaseModel):
     segments: list[Literal["datacenter", "workstation", "consumer"]] = ["datacenter"]
     max_vendors: int | None = Field(None, ge=1, le=8, description="at most this many vendors")
     spares: int = Field(0, ge=0, le=64, description="spare units per pool in use (N+k)")
+    # only GPUs whose family's bandwidth and compute shares are both fitted on published
+    # runs (those the accuracy figures cover), not the defaults fitted on other GPUs
+    calibrated_only: bool = False
 
     @field_validator("available")
     @classmethod

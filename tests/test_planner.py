@@ -686,3 +686,29 @@ def test_plans_note_the_gpu_types_no_published_run_calibrates(tmp_path):
         assert bool(flagged) == noted, res.notes
         if noted:
             assert flagged[0].startswith("gaudi3: ") and "gaudi3 family" in flagged[0]
+
+
+def test_calibrated_only_keeps_the_gpus_the_accuracy_figures_cover(tmp_path):
+    """fleet.calibrated_only plans only on GPUs whose family's bandwidth and compute shares
+    are both fitted (H100, MI300X here), says which it left out (L40S: its compute share is
+    the default), and names the rule when it leaves nothing."""
+    text = CHAT.format(users=400, ttft=2.0, tps=20, extra="")
+    p = write(
+        tmp_path,
+        text.replace(
+            "  max_gpus_per_replica: 4", "  max_gpus_per_replica: 4\n  calibrated_only: true"
+        ),
+    )
+    res = plan_scenario(load_scenario(p), top=1)
+    assert res.feasible and set(res.plan.gpus_by_type) <= {"h100-sxm", "mi300x"}
+    assert any(n.startswith("left out l40s: fleet.calibrated_only") for n in res.notes)
+    assert not any("the calibration has no factor" in n for n in res.notes)
+    only = write(
+        tmp_path,
+        text.replace("[h100-sxm, l40s, mi300x]", "[l40s]").replace(
+            "  max_gpus_per_replica: 4", "  max_gpus_per_replica: 4\n  calibrated_only: true"
+        ),
+        "l40s.yaml",
+    )
+    r = invoke("solve", only)
+    assert r.exit_code == 2 and "fleet.calibrated_only" in r.output and "Traceback" not in r.output
