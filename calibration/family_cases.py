@@ -83,6 +83,7 @@ def options(case: dict) -> FamilyOptions:
         guidance=case.get("guidance") == "true",
         cameras=int(case.get("cameras") or 1),
         engine=case.get("engine") or None,
+        fast_accum=case.get("fast_accum") == "true",
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Vendor = Literal["nvidia", "amd", "intel"]
 # consumer: GeForce-class cards (licence excludes data-centre use); workstation: pro desktop
@@ -19,6 +19,7 @@ ECC_SHARE = 1.0 / 16.0  # in-band ECC on GDDR6 (NVIDIA: "ECC ... reduces usable 
 # What the driver keeps back from the binary capacity: A100 80GB 79.15 GiB, A100 40GB
 # 39.56 GiB (vLLM start-up logs in validation/engine_logs.csv) -> 1.06%, 1.10%.
 DRIVER_RESERVED = 0.011
+FAST_ACCUM_PRECISIONS = ("fp16", "fp8")  # BF16 and INT8 tensor math has one rate only
 
 
 class ScaleUp(BaseModel):
@@ -47,6 +48,11 @@ class Accelerator(BaseModel):
     memory_type: str | None = None
     memory_bandwidth_gb_s: float = Field(gt=0)
     dense_tflops: dict[str, float | None]  # null = not published / not native: dropped
+    # GeForce cards run 16-bit and FP8 tensor math with FP32 accumulation at half the rate of
+    # FP16 accumulation; ``dense_tflops`` holds the FP32-accumulate rate (what PyTorch's and
+    # the serving engines' kernels use), this the FP16-accumulate one, which kernels that
+    # accumulate in 16 bits reach (FP8 matmuls with ``use_fast_accum``, TensorRT FP16)
+    fast_accum_tflops: dict[str, float] = {}
     scale_up: ScaleUp
     pcie_gen: int | None = None
     pcie_gb_s: float = Field(gt=0, description="PCIe x16 per direction")
@@ -63,6 +69,18 @@ class Accelerator(BaseModel):
     @classmethod
     def _lower(cls, v: dict[str, float | None]) -> dict[str, float]:
         return {k.lower(): float(x) for k, x in v.items() if x}
+
+    @model_validator(mode="after")
+    def _fast_accum_is_faster(self) -> Accelerator:
+        for k, x in self.fast_accum_tflops.items():
+            if k not in FAST_ACCUM_PRECISIONS:
+                raise ValueError(
+                    f"fast_accum_tflops: '{k}' has no 16-bit-accumulate mode (only "
+                    f"{', '.join(FAST_ACCUM_PRECISIONS)})"
+                )
+            if x < self.dense_tflops.get(k, 0.0):
+                raise ValueError(f"fast_accum_tflops.{k} is below dense_tflops.{k}")
+        return self
 
     @property
     def memory_bytes(self) -> float:
@@ -86,5 +104,9 @@ class Accelerator(BaseModel):
     def bandwidth_bytes_s(self) -> float:
         return self.memory_bandwidth_gb_s * 1e9
 
-    def peak_flops(self, precision: str) -> float:
+    def peak_flops(self, precision: str, fast_accum: bool = False) -> float:
+        """Dense tensor FLOP/s at ``precision``; ``fast_accum``: where the kernels accumulate
+        in 16 bits (the card's FP16-accumulate rate where it has a faster one)."""
+        if fast_accum and precision in self.fast_accum_tflops:
+            return self.fast_accum_tflops[precision] * 1e12
         return self.dense_tflops[precision] * 1e12

@@ -72,8 +72,11 @@ class Machine:
         efficiency: Efficiency | None = None,
         engine: str | None = None,
         attention: str = "bf16",
+        fast_accum: bool = False,
     ):
+        """``fast_accum``: the GEMMs accumulate in 16 bits (Accelerator.fast_accum_tflops)."""
         self.gpu, self.par = gpu, par
+        self.fast_accum = fast_accum
         self.tp, self.pp, self.gpus = par.tp, par.pp, par.tp * par.pp
         if self.gpus > comm.domain(gpu) and not gpu.scale_out_gb_s:
             raise SplitError(
@@ -90,7 +93,7 @@ class Machine:
 
     def _set(self, eff: Efficiency) -> None:
         self.eff = eff
-        self.peak = self.gpu.peak_flops(self.precision) * eff.compute
+        self.peak = self.gpu.peak_flops(self.precision, self.fast_accum) * eff.compute
         self.peak_head = self.gpu.peak_flops(self.head_precision) * eff.compute
         self.peak_attn = self.gpu.peak_flops(self.attn_precision) * eff.compute
         self.bw = self.gpu.bandwidth_bytes_s * eff.memory

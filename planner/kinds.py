@@ -85,7 +85,10 @@ KINDS: dict[str, WorkloadKind] = {
         demand.image_rate,
         batch_scan(
             lambda w, m: FamilyOptions(
-                resolution=_square(w.resolution), steps=w.steps, guidance=w.guidance
+                resolution=_square(w.resolution),
+                steps=w.steps,
+                guidance=w.guidance,
+                fast_accum=w.fast_accum,
             ),
             "images_per_s",
             "max_s_per_image",
@@ -97,7 +100,9 @@ KINDS: dict[str, WorkloadKind] = {
         ("diffusion_video",),
         demand.video_rate,
         batch_scan(
-            lambda w, m: FamilyOptions(frames=w.frames, steps=w.steps, guidance=w.guidance),
+            lambda w, m: FamilyOptions(
+                frames=w.frames, steps=w.steps, guidance=w.guidance, fast_accum=w.fast_accum
+            ),
             "videos_per_hour",
             "max_latency_s",
         ),

@@ -190,6 +190,12 @@ class WorldModelWorkload(_FamilyWorkload):
     )
 
 
+FAST_ACCUM = (
+    "the denoiser's GEMMs accumulate in 16 bits (FP8 with fast accumulation, TensorRT FP16): "
+    "GeForce cards run them at twice their FP32-accumulate rate"
+)
+
+
 class ImageGenerationWorkload(_FamilyWorkload):
     """Diffusion image generation: images per second (or per hour) at peak."""
 
@@ -202,6 +208,7 @@ class ImageGenerationWorkload(_FamilyWorkload):
     )
     steps: int | None = Field(None, ge=1, le=10_000, description="default: the model card's")
     guidance: bool | None = None
+    fast_accum: bool = Field(False, description=FAST_ACCUM)
 
     @model_validator(mode="after")
     def _one_rate(self) -> ImageGenerationWorkload:
@@ -223,6 +230,7 @@ class VideoGenerationWorkload(_FamilyWorkload):
     frames: int | None = Field(None, ge=1, le=100_000)
     steps: int | None = Field(None, ge=1, le=10_000)
     guidance: bool | None = None
+    fast_accum: bool = Field(False, description=FAST_ACCUM)
 
 
 class RobotPolicyWorkload(_FamilyWorkload):

@@ -280,6 +280,80 @@ def test_estimate_cli_diffusion():
     assert {"s_per_video", "videos_per_hour"} <= set(json.loads(r.output))
 
 
+def test_geforce_fast_accumulation_doubles_only_its_16_bit_and_fp8_tensor_rate():
+    """GeForce cards run FP16/FP8 tensor math with FP32 accumulation at half the rate of
+    FP16 accumulation (Ada whitepaper: RTX 4090 FP8 330.3 vs 660.6 dense TFLOPS); kernels that
+    accumulate in 16 bits (FP8 with use_fast_accum, TensorRT FP16) reach the faster one. BF16
+    has one rate, and data-centre cards run FP32 accumulation at full rate."""
+    g, h = get_gpu("rtx-4090"), get_gpu("h100-sxm")
+    assert g.peak_flops("fp8") == pytest.approx(330.3e12)
+    assert g.peak_flops("fp8", fast_accum=True) == pytest.approx(660.6e12)
+    assert g.peak_flops("fp16", fast_accum=True) == pytest.approx(330.3e12)
+    assert g.peak_flops("bf16", fast_accum=True) == g.peak_flops("bf16") == pytest.approx(165.2e12)
+    assert h.peak_flops("fp8", fast_accum=True) == h.peak_flops("fp8")
+    fast = Machine(g, Parallel(), "fp8", fast_accum=True)
+    assert fast.peak == pytest.approx(2 * Machine(g, Parallel(), "fp8").peak)
+
+
+def test_a_preset_fast_accumulate_rate_must_be_a_faster_16_bit_one():
+    from estimator.hardware import Accelerator
+
+    base = get_gpu("rtx-4090").model_dump()
+    for bad, why in (({"bf16": 400.0}, "no 16-bit-accumulate mode"), ({"fp8": 100.0}, "below")):
+        with pytest.raises(ValueError, match=why):
+            Accelerator(**{**base, "fast_accum_tflops": bad})
+
+
+def test_fast_accumulation_speeds_a_flux_fp8_step_on_a_geforce_card_only():
+    """FLUX.1-dev's denoiser in FP8 at 1024x1024 is compute-bound: with 16-bit accumulation
+    an RTX 4090's step is faster (its GEMMs at twice the rate; attention stays 16-bit with
+    FP32 accumulation), an H100's the same."""
+    from estimator.families.diffusion import estimate_diffusion
+
+    m = get_family_model("flux1-dev")
+    out = {}
+    for gpu in ("rtx-4090", "h100-sxm"):
+        for fast in (False, True):
+            e = estimate_diffusion(m, get_gpu(gpu), Parallel(), "fp8", 1, 1024, 1024, 1, False)
+            if fast:
+                e = estimate_diffusion(
+                    m, get_gpu(gpu), Parallel(), "fp8", 1, 1024, 1024, 1, False, fast_accum=True
+                )
+            out[gpu, fast] = e.metrics
+    slow, quick = out["rtx-4090", False]["denoiser_s"], out["rtx-4090", True]["denoiser_s"]
+    assert 0.5 * slow < quick < 0.8 * slow
+    assert out["h100-sxm", True]["denoiser_s"] == out["h100-sxm", False]["denoiser_s"]
+    assert out["rtx-4090", True]["fast_accum"] is True
+
+
+def test_an_image_workload_with_fast_accumulation_needs_fewer_geforce_cards(tmp_path):
+    from planner import load_scenario, solve
+
+    def plan(fast: bool):
+        p = tmp_path / f"s{fast}.yaml"
+        p.write_text(
+            "workloads:\n  - name: img\n    kind: image_generation\n    model: flux1-dev\n"
+            "    weights: fp8\n    images_per_s: 2\n    steps: 28\n    max_s_per_image: 60\n"
+            f"    fast_accum: {str(fast).lower()}\nfleet:\n  gpus: [rtx-5090]\n  unit: gpu\n"
+        )
+        return solve(load_scenario(p), top=1).plan
+
+    slow, fast = plan(False), plan(True)
+    assert fast.total_gpus < slow.total_gpus
+    assert fast.cost_usd < slow.cost_usd
+
+
+def test_estimate_cli_takes_fast_accumulation():
+    args = ["estimate", "--model", "flux1-dev", "--gpu", "rtx-5090", "--weights", "fp8"]
+    d = {}
+    for extra in ([], ["--fast-accum"]):
+        r = CliRunner().invoke(main, [*args, *extra, "--format", "json"])
+        assert r.exit_code == 0, r.output
+        d[bool(extra)] = json.loads(r.output)
+    assert d[True]["fast_accum"] is True and d[False]["fast_accum"] is False
+    assert d[True]["s_per_image"] < d[False]["s_per_image"]
+
+
 # ---- vision-language -------------------------------------------------------------------------
 def test_visual_tokens_follow_each_processor():
     qwen = get_family_model("qwen2.5-vl-7b")

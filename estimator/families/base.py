@@ -47,6 +47,9 @@ class FamilyOptions(BaseModel):
     samples: int = 0  # JEPA-AC candidate action sequences
     steps: int | None = None  # diffusion denoising steps
     guidance: bool | None = None  # classifier-free guidance
+    # diffusion: the denoiser's GEMMs accumulate in 16 bits (FP8 matmuls with fast
+    # accumulation, TensorRT FP16), which GeForce cards run at twice their FP32-accumulate rate
+    fast_accum: bool = False
     cameras: int = 1  # VLA
     action_horizon: int | None = None
     flow_steps: int | None = None

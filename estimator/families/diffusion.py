@@ -111,18 +111,20 @@ def estimate_diffusion(
     steps: int,
     guidance: bool,
     frames: int = 1,
+    fast_accum: bool = False,
 ) -> FamilyEstimate:
     """``batch`` images (videos) generated together: the text encoders once per prompt (and
     per negative prompt with classifier-free guidance), the denoiser ``steps`` times over
     ``batch`` latents (doubled with guidance), the VAE decoder once per image. The denoiser
     runs in ``weights``; encoders and VAE in 16-bit, as the pipelines ship them. One GPU per
-    replica: pipelines scale out by replicas."""
+    replica: pipelines scale out by replicas. ``fast_accum``: the denoiser's GEMMs accumulate
+    in 16 bits (on GeForce cards, twice the FP32-accumulate rate)."""
     if par.gpus_per_replica > 1:
         raise SplitError(
             f"{model.name}: diffusion pipelines run one GPU per replica here "
             "(sequence-parallel denoising is not modelled); use more replicas"
         )
-    mc = Machine(gpu, par, weight_format(weights).compute)
+    mc = Machine(gpu, par, weight_format(weights).compute, fast_accum=fast_accum)
     wb = weight_format(weights).bytes_per_value
     den = model.denoiser(width, height, frames)
     enc = model.encoders()
@@ -150,6 +152,7 @@ def estimate_diffusion(
         "batch": batch,
         "steps": steps,
         "guidance": guidance,
+        "fast_accum": fast_accum,
         "resolution": [width, height],
         "s_per_batch": total,
     }
@@ -169,7 +172,9 @@ def _estimate(
     guidance = d.get("guidance", True) if o.guidance is None else o.guidance
     steps = o.steps or d.get("steps", 30)
     frames = o.frames or d.get("frames", 1)
-    return estimate_diffusion(model, gpu, par, weights, o.batch, w, h, steps, guidance, frames)
+    return estimate_diffusion(
+        model, gpu, par, weights, o.batch, w, h, steps, guidance, frames, o.fast_accum
+    )
 
 
 register(Family("diffusion_image", build_diffusion, _estimate))

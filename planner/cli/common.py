@@ -271,6 +271,14 @@ _FAMILY_OPTIONS = [
         help="Diffusion: classifier-free guidance (doubles the denoiser batch).",
     ),
     click.option(
+        "--fast-accum",
+        is_flag=True,
+        default=False,
+        help="Diffusion: the denoiser's GEMMs accumulate in 16 bits (FP8 with fast "
+        "accumulation, TensorRT FP16); GeForce cards run those at twice their FP32-"
+        "accumulate rate.",
+    ),
+    click.option(
         "--cameras",
         type=click.IntRange(1, 1_000_000),
         default=1,
