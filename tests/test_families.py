@@ -352,6 +352,9 @@ def test_estimate_cli_takes_fast_accumulation():
         d[bool(extra)] = json.loads(r.output)
     assert d[True]["fast_accum"] is True and d[False]["fast_accum"] is False
     assert d[True]["s_per_image"] < d[False]["s_per_image"]
+    # without it, the estimate says what a 16-bit-accumulating pipeline would reach
+    assert any("FP16-accumulate 838" in n for n in d[False]["notes"])
+    assert not any("accumulat" in n for n in d[True]["notes"])
 
 
 # ---- vision-language -------------------------------------------------------------------------

@@ -160,7 +160,16 @@ def estimate_diffusion(
         metrics.update(s_per_video=total, videos_per_hour=3600 * batch / total, frames=frames)
     else:
         metrics.update(s_per_image=total, images_per_s=batch / total)
-    return result(model, model.family, mc, weights, mem, str(t_step.bottleneck()), metrics)
+    e = result(model, model.family, mc, weights, mem, str(t_step.bottleneck()), metrics)
+    fast = gpu.fast_accum_tflops.get(mc.precision)
+    if fast and not fast_accum:
+        e.notes.append(
+            f"{gpu.name} runs {mc.precision} tensor math with FP32 accumulation at "
+            f"{gpu.dense_tflops[mc.precision]:g} TFLOPS, half its FP16-accumulate {fast:g}: a "
+            "pipeline whose GEMMs accumulate in 16 bits (FP8 with fast accumulation, TensorRT "
+            "FP16) runs its denoiser faster (--fast-accum, scenario fast_accum: true)"
+        )
+    return e
 
 
 def _estimate(
