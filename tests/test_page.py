@@ -98,6 +98,15 @@ def test_api_payloads_are_the_clis(server):
     assert body == cli_json("solve", str(ROOT / "scenarios" / "chat-assistant.yaml"))
 
 
+
+def test_the_pages_accumulation_switch_is_the_clis_flag(server):
+    q = {"model": "flux1-dev", "gpu": "rtx-5090", "weights": "fp8"}
+    base = ["estimate", "--model", "flux1-dev", "--gpu", "rtx-5090", "--weights", "fp8"]
+    for value, extra in (("on", ["--fast-accum"]), ("off", [])):
+        status, body = get(f"{server}/api/estimate?{urlencode({**q, 'fast_accum': value})}")
+        assert status == 200 and body == cli_json(*base, *extra)
+
+
 @pytest.mark.parametrize(
     "path,args",
     [
