@@ -98,7 +98,6 @@ def test_api_payloads_are_the_clis(server):
     assert body == cli_json("solve", str(ROOT / "scenarios" / "chat-assistant.yaml"))
 
 
-
 def test_the_pages_accumulation_switch_is_the_clis_flag(server):
     q = {"model": "flux1-dev", "gpu": "rtx-5090", "weights": "fp8"}
     base = ["estimate", "--model", "flux1-dev", "--gpu", "rtx-5090", "--weights", "fp8"]
