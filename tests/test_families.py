@@ -427,8 +427,13 @@ def test_var_tokens_and_passes():
     g = get_gpu("a100-80gb-sxm")
     one = estimate_var(m, g, Parallel(), "bf16", 1)
     many = estimate_var(m, g, Parallel(), "bf16", 32)
-    # batch 1 streams the 2B weights ten times; a batch shares them until compute binds
-    assert many.metrics["images_per_s"] > 1.5 * one.metrics["images_per_s"]
+    # batch 1 streams the 2B weights ten times; a batch shares them until compute binds.
+    # Where batch 1 is memory-bound (an H100) that sharing is most of the gain; on the A100,
+    # compute-bound already, only the per-pass overheads are shared
+    h1 = estimate_var(m, get_gpu("h100-sxm"), Parallel(), "bf16", 1)
+    h32 = estimate_var(m, get_gpu("h100-sxm"), Parallel(), "bf16", 32)
+    assert h32.metrics["images_per_s"] > 2 * h1.metrics["images_per_s"]
+    assert many.metrics["images_per_s"] > one.metrics["images_per_s"]
     # the bottleneck is read off the roofline, not a batch threshold. On the A100 (312 dense
     # TFLOPS, 2 TB/s) the 680 guided tokens of batch 1 already cost more math than the ten
     # weight reads; the H100 (3x the math, 1.7x the bandwidth) streams weights at batch 1.
