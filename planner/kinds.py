@@ -89,6 +89,7 @@ KINDS: dict[str, WorkloadKind] = {
                 steps=w.steps,
                 guidance=w.guidance,
                 fast_accum=w.fast_accum,
+                offload=w.offload,
             ),
             "images_per_s",
             "max_s_per_image",
@@ -101,7 +102,11 @@ KINDS: dict[str, WorkloadKind] = {
         demand.video_rate,
         batch_scan(
             lambda w, m: FamilyOptions(
-                frames=w.frames, steps=w.steps, guidance=w.guidance, fast_accum=w.fast_accum
+                frames=w.frames,
+                steps=w.steps,
+                guidance=w.guidance,
+                fast_accum=w.fast_accum,
+                offload=w.offload,
             ),
             "videos_per_hour",
             "max_latency_s",

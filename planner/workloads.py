@@ -196,6 +196,12 @@ FAST_ACCUM = (
 )
 
 
+OFFLOAD = (
+    "model CPU offload: each component is on the GPU only while it runs (the GPU holds the "
+    "largest; each batch moves all of them over PCIe)"
+)
+
+
 class ImageGenerationWorkload(_FamilyWorkload):
     """Diffusion image generation: images per second (or per hour) at peak."""
 
@@ -209,6 +215,7 @@ class ImageGenerationWorkload(_FamilyWorkload):
     steps: int | None = Field(None, ge=1, le=10_000, description="default: the model card's")
     guidance: bool | None = None
     fast_accum: bool = Field(False, description=FAST_ACCUM)
+    offload: bool = Field(False, description=OFFLOAD)
 
     @model_validator(mode="after")
     def _one_rate(self) -> ImageGenerationWorkload:
@@ -231,6 +238,7 @@ class VideoGenerationWorkload(_FamilyWorkload):
     steps: int | None = Field(None, ge=1, le=10_000)
     guidance: bool | None = None
     fast_accum: bool = Field(False, description=FAST_ACCUM)
+    offload: bool = Field(False, description=OFFLOAD)
 
 
 class RobotPolicyWorkload(_FamilyWorkload):

@@ -98,12 +98,13 @@ def test_api_payloads_are_the_clis(server):
     assert body == cli_json("solve", str(ROOT / "scenarios" / "chat-assistant.yaml"))
 
 
-def test_the_pages_accumulation_switch_is_the_clis_flag(server):
+def test_the_pages_diffusion_switches_are_the_clis_flags(server):
     q = {"model": "flux1-dev", "gpu": "rtx-5090", "weights": "fp8"}
     base = ["estimate", "--model", "flux1-dev", "--gpu", "rtx-5090", "--weights", "fp8"]
-    for value, extra in (("on", ["--fast-accum"]), ("off", [])):
-        status, body = get(f"{server}/api/estimate?{urlencode({**q, 'fast_accum': value})}")
-        assert status == 200 and body == cli_json(*base, *extra)
+    for key, flag in (("fast_accum", "--fast-accum"), ("offload", "--offload")):
+        for value, extra in (("on", [flag]), ("off", [])):
+            status, body = get(f"{server}/api/estimate?{urlencode({**q, key: value})}")
+            assert status == 200 and body == cli_json(*base, *extra)
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,8 @@ class FamilyOptions(BaseModel):
     # diffusion: the denoiser's GEMMs accumulate in 16 bits (FP8 matmuls with fast
     # accumulation, TensorRT FP16), which GeForce cards run at twice their FP32-accumulate rate
     fast_accum: bool = False
+    # diffusion: model CPU offload, each component on the GPU only while it runs
+    offload: bool = False
     cameras: int = 1  # VLA
     action_horizon: int | None = None
     flow_steps: int | None = None

@@ -112,13 +112,17 @@ def estimate_diffusion(
     guidance: bool,
     frames: int = 1,
     fast_accum: bool = False,
+    offload: bool = False,
 ) -> FamilyEstimate:
     """``batch`` images (videos) generated together: the text encoders once per prompt (and
     per negative prompt with classifier-free guidance), the denoiser ``steps`` times over
     ``batch`` latents (doubled with guidance), the VAE decoder once per image. The denoiser
     runs in ``weights``; encoders and VAE in 16-bit, as the pipelines ship them. One GPU per
     replica: pipelines scale out by replicas. ``fast_accum``: the denoiser's GEMMs accumulate
-    in 16 bits (on GeForce cards, twice the FP32-accumulate rate)."""
+    in 16 bits (on GeForce cards, twice the FP32-accumulate rate). ``offload``: model CPU
+    offload (diffusers' ``enable_model_cpu_offload``): every component waits in host memory
+    and is on the GPU only while it runs, so the GPU holds the largest one, and each batch
+    moves each component in and back out over PCIe."""
     if par.gpus_per_replica > 1:
         raise SplitError(
             f"{model.name}: diffusion pipelines run one GPU per replica here "
@@ -136,8 +140,12 @@ def estimate_diffusion(
     enc_s = float(t_enc.total) if t_enc is not None else 0.0
     den_s = steps * float(t_step.total)
     vae_s = float(t_vae.total)
-    total = enc_s + den_s + vae_s
-    weights_b = den.params * wb + (enc.params + vae.params) * 2.0
+    parts = (den.params * wb, enc.params * 2.0, vae.params * 2.0)
+    offload_s = 0.0
+    if offload:  # each crosses PCIe in and back out once per batch, at the slot's one-way rate
+        offload_s = 2 * sum(parts) / (gpu.pcie_gb_s * 1e9)
+    total = enc_s + den_s + vae_s + offload_s
+    weights_b = max(parts) if offload else sum(parts)
     # peak activations: the VAE's largest feature maps or the denoiser's working set
     act = max(
         batch * vae.act_bytes / max(vae.layers, 1) * 4,
@@ -153,6 +161,8 @@ def estimate_diffusion(
         "steps": steps,
         "guidance": guidance,
         "fast_accum": fast_accum,
+        "offload": offload,
+        "offload_s": offload_s,
         "resolution": [width, height],
         "s_per_batch": total,
     }
@@ -182,7 +192,18 @@ def _estimate(
     steps = o.steps or d.get("steps", 30)
     frames = o.frames or d.get("frames", 1)
     return estimate_diffusion(
-        model, gpu, par, weights, o.batch, w, h, steps, guidance, frames, o.fast_accum
+        model,
+        gpu,
+        par,
+        weights,
+        o.batch,
+        w,
+        h,
+        steps,
+        guidance,
+        frames,
+        o.fast_accum,
+        o.offload,
     )
 
 

@@ -279,6 +279,14 @@ _FAMILY_OPTIONS = [
         "accumulate rate.",
     ),
     click.option(
+        "--offload",
+        is_flag=True,
+        default=False,
+        help="Diffusion: model CPU offload; each component (text encoders, denoiser, VAE) is "
+        "on the GPU only while it runs: the GPU holds the largest, each batch moves all "
+        "of them over PCIe.",
+    ),
+    click.option(
         "--cameras",
         type=click.IntRange(1, 1_000_000),
         default=1,

@@ -50,6 +50,8 @@ const CONTROLS = [
     info: "Diffusion: the denoiser runs once per step, so time grows with steps. Blank: the model card's." },
   { g: "modelling", name: "fast-accum", label: "16-bit accumulation", kind: "select", options: ["off", "on"], def: "off", fam: ["diffusion_image", "diffusion_video"],
     info: "Diffusion: the denoiser's GEMMs accumulate in 16 bits (FP8 with fast accumulation, TensorRT FP16). GeForce cards run FP16/FP8 tensor math with FP32 accumulation at half that rate; data-centre cards have one rate." },
+  { g: "modelling", name: "offload", label: "CPU offload", kind: "select", options: ["off", "on"], def: "off", fam: ["diffusion_image", "diffusion_video"],
+    info: "Diffusion: model CPU offload. Each component (text encoders, denoiser, VAE) waits in host memory and is on the GPU only while it runs, so the GPU holds only the largest (a 24 GB card fits FLUX in FP8); each batch moves them all in and out over PCIe." },
   { g: "modelling", name: "resolution", label: "Resolution (WxH)", kind: "text", def: "", fam: ["diffusion_image", "diffusion_video", "var", "jepa"],
     info: "Image or video frame size; latent tokens grow with the pixel count, attention with its square. Blank: the model's." },
   { g: "modelling", name: "frames", label: "Frames", kind: "number", min: 1, max: 100000, def: "", fam: ["diffusion_video", "jepa"],
@@ -388,7 +390,10 @@ function scenario() {
     if (grp === "embeddings") put("input_tokens", Number(m("input-tokens")));
     if (grp === "asr") { put("beam", Number(m("beam"))); if (m("engine")) put("engine", m("engine")); }
     if (["diffusion_image", "diffusion_video"].includes(grp) && m("steps")) put("steps", Number(m("steps")));
-    if (["diffusion_image", "diffusion_video"].includes(grp)) put("fast_accum", m("fast-accum") === "on");
+    if (["diffusion_image", "diffusion_video"].includes(grp)) {
+      put("fast_accum", m("fast-accum") === "on");
+      put("offload", m("offload") === "on");
+    }
     if (["diffusion_image", "var", "jepa"].includes(grp) && m("resolution")) put("resolution", m("resolution"));
     if (["diffusion_video", "jepa"].includes(grp) && m("frames")) put("frames", Number(m("frames")));
     if (grp === "vla" && m("cameras")) put("cameras", Number(m("cameras")));
