@@ -70,6 +70,11 @@ class Accelerator(BaseModel):
     def _lower(cls, v: dict[str, float | None]) -> dict[str, float]:
         return {k.lower(): float(x) for k, x in v.items() if x}
 
+    @field_validator("fast_accum_tflops")
+    @classmethod
+    def _lower_fast(cls, v: dict[str, float]) -> dict[str, float]:
+        return {k.lower(): float(x) for k, x in v.items()}
+
     @model_validator(mode="after")
     def _fast_accum_is_faster(self) -> Accelerator:
         for k, x in self.fast_accum_tflops.items():
@@ -78,8 +83,11 @@ class Accelerator(BaseModel):
                     f"fast_accum_tflops: '{k}' has no 16-bit-accumulate mode (only "
                     f"{', '.join(FAST_ACCUM_PRECISIONS)})"
                 )
-            if x < self.dense_tflops.get(k, 0.0):
-                raise ValueError(f"fast_accum_tflops.{k} is below dense_tflops.{k}")
+            if k not in self.dense_tflops or x < self.dense_tflops[k]:
+                raise ValueError(
+                    f"fast_accum_tflops.{k} needs a dense_tflops.{k} at or below it (the "
+                    "FP32-accumulate rate)"
+                )
         return self
 
     @property
