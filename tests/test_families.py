@@ -327,16 +327,23 @@ def test_fast_accumulation_speeds_a_flux_fp8_step_on_a_geforce_card_only():
     assert out["rtx-4090", True]["fast_accum"] is True
 
 
+def _flux_fp8_on(tmp_path, gpu: str, rate: str, switch: str, on: bool):
+    """A FLUX.1-dev FP8 image workload (28 steps) on loose GPUs of one type, with one of its
+    diffusion switches set."""
+    p = tmp_path / f"{switch}{on}.yaml"
+    p.write_text(
+        "workloads:\n  - name: img\n    kind: image_generation\n    model: flux1-dev\n"
+        f"    weights: fp8\n    {rate}\n    steps: 28\n    max_s_per_image: 60\n"
+        f"    {switch}: {str(on).lower()}\nfleet:\n  gpus: [{gpu}]\n  unit: gpu\n"
+    )
+    return p
+
+
 def test_an_image_workload_with_fast_accumulation_needs_fewer_geforce_cards(tmp_path):
     from planner import load_scenario, solve
 
     def plan(fast: bool):
-        p = tmp_path / f"s{fast}.yaml"
-        p.write_text(
-            "workloads:\n  - name: img\n    kind: image_generation\n    model: flux1-dev\n"
-            "    weights: fp8\n    images_per_s: 2\n    steps: 28\n    max_s_per_image: 60\n"
-            f"    fast_accum: {str(fast).lower()}\nfleet:\n  gpus: [rtx-5090]\n  unit: gpu\n"
-        )
+        p = _flux_fp8_on(tmp_path, "rtx-5090", "images_per_s: 2", "fast_accum", fast)
         return solve(load_scenario(p), top=1).plan
 
     slow, fast = plan(False), plan(True)
@@ -380,12 +387,7 @@ def test_model_cpu_offload_holds_the_largest_component_and_moves_them_all_per_ba
 
 def test_an_image_workload_fits_a_24_gb_card_only_with_offload(tmp_path):
     def run(offload: bool):
-        p = tmp_path / f"o{offload}.yaml"
-        p.write_text(
-            "workloads:\n  - name: img\n    kind: image_generation\n    model: flux1-dev\n"
-            "    weights: fp8\n    images_per_hour: 60\n    steps: 28\n    max_s_per_image: 60\n"
-            f"    offload: {str(offload).lower()}\nfleet:\n  gpus: [rtx-4090]\n  unit: gpu\n"
-        )
+        p = _flux_fp8_on(tmp_path, "rtx-4090", "images_per_hour: 60", "offload", offload)
         return CliRunner().invoke(main, ["solve", str(p), "--format", "json"])
 
     without, with_ = run(False), run(True)
