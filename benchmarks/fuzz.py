@@ -264,6 +264,9 @@ def cli_args(draw) -> list[str]:
             args += [opt, draw(st.sampled_from(valid))]
     if cmd == "curve" and _sometimes(draw):
         args += ["--users", ",".join(draw(st.lists(st.sampled_from(["1", "4", "32"]), max_size=4)))]
+    if cmd == "estimate":  # the family switches, on any model (others ignore them)
+        flags = ["--fast-accum", "--offload", "--guidance", "--no-guidance"]
+        args += draw(st.lists(st.sampled_from(flags), max_size=2, unique=True))
     return args
 
 
