@@ -47,6 +47,11 @@ def _square(side: int | None) -> tuple[int, int] | None:
     return (side, side) if side else None
 
 
+def _pipe(w) -> dict[str, bool]:
+    """A diffusion workload's pipeline switches (16-bit accumulation, model CPU offload)."""
+    return {"fast_accum": w.fast_accum, "offload": w.offload}
+
+
 KINDS: dict[str, WorkloadKind] = {
     "llm": WorkloadKind(LLMWorkload, ("llm", "vlm"), demand.llm_seats),
     "embedding": WorkloadKind(
@@ -85,11 +90,7 @@ KINDS: dict[str, WorkloadKind] = {
         demand.image_rate,
         batch_scan(
             lambda w, m: FamilyOptions(
-                resolution=_square(w.resolution),
-                steps=w.steps,
-                guidance=w.guidance,
-                fast_accum=w.fast_accum,
-                offload=w.offload,
+                resolution=_square(w.resolution), steps=w.steps, guidance=w.guidance, **_pipe(w)
             ),
             "images_per_s",
             "max_s_per_image",
@@ -102,11 +103,7 @@ KINDS: dict[str, WorkloadKind] = {
         demand.video_rate,
         batch_scan(
             lambda w, m: FamilyOptions(
-                frames=w.frames,
-                steps=w.steps,
-                guidance=w.guidance,
-                fast_accum=w.fast_accum,
-                offload=w.offload,
+                frames=w.frames, steps=w.steps, guidance=w.guidance, **_pipe(w)
             ),
             "videos_per_hour",
             "max_latency_s",

@@ -202,8 +202,8 @@ def _estimate(
         steps,
         guidance,
         frames,
-        o.fast_accum,
-        o.offload,
+        fast_accum=o.fast_accum,
+        offload=o.offload,
     )
 
 
