@@ -11,6 +11,7 @@ import numpy as np
 from estimator.bands import model_class, regime
 
 from .cases import Case
+from .family_cases import METRICS, TIME_METRICS
 
 MIN_ROWS = 20  # rows a group needs for its own band; thinner groups use the metric's band
 QUANTILES = (5, 10, 25, 50, 75, 90, 95)
@@ -52,4 +53,40 @@ def error_bands(cases: list[Case], cv_pred: np.ndarray) -> dict:
                 if m.sum() >= MIN_ROWS:
                     groups[str(key)] = _q(ratio[m])
         out[kind] = groups
+    return out
+
+
+# a non-LLM family's own band needs this many rows (its p10 and p90 then rest on one row at
+# least); thinner families use the band of every family's rows together
+FAMILY_MIN_ROWS = 10
+
+
+def time_ratio(metric: str, measured: float, predicted: float | None) -> float | None:
+    """A family row's measured / predicted *time* (a rate's inverse ratio), or None where the
+    row times nothing (memory) or has no prediction."""
+    if not predicted or not measured > 0 or not predicted > 0:
+        return None
+    if metric in TIME_METRICS:
+        return measured / predicted
+    if metric in METRICS or metric == "steps_per_s":
+        return predicted / measured
+    return None
+
+
+def family_error_bands(rows) -> dict:
+    """{"all": {n, p5, ..., p95}, family: {...}} of measured / predicted time over the non-LLM
+    families' rows (``calibration.family_cases.FamilyRow``), from their leave-one-source-out
+    predictions; a family has its own group when it has :data:`FAMILY_MIN_ROWS` rows."""
+    by_family: dict[str, list[float]] = {}
+    for r in rows:
+        x = time_ratio(r.metric, r.measured, r.cv_predicted)
+        if x is not None:
+            by_family.setdefault(r.family, []).append(x)
+    every = [x for xs in by_family.values() for x in xs]
+    if len(every) < FAMILY_MIN_ROWS:
+        return {}
+    out = {"all": _q(np.array(every))}
+    for fam in sorted(by_family):
+        if len(by_family[fam]) >= FAMILY_MIN_ROWS:
+            out[fam] = _q(np.array(by_family[fam]))
     return out

@@ -109,6 +109,23 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
             tablefmt="github",
         )
     )
+    bands = calibration().get("family_error_bands") or {}
+    if bands:
+        lines += [
+            "",
+            "Error bands every estimate of these families carries (`family_error_bands`): "
+            "quantiles of measured / predicted time (a rate's inverse) over the CV "
+            "predictions, per family with 10 rows or more; the others take every family's "
+            "rows together ('all'). A scenario's `confidence` holds each pass to its "
+            "family's quantile.",
+            "",
+            "| group | rows | p10 | p50 | p90 |",
+            "|---|---|---|---|---|",
+            *(
+                f"| {g} | {b['n']} | {b['p10']:.2f} | {b['p50']:.2f} | {b['p90']:.2f} |"
+                for g, b in bands.items()
+            ),
+        ]
     engines = (calibration().get("family_engines") or {}).get("asr") or {}
     if engines:
         lines += [

@@ -142,9 +142,14 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# family_engines: host time per decoder layer per decoding step (layer_us) and per\n"
         "# running sequence (layer_seq_us) of the eager speech engines, fitted on their runs\n"
         "# (validation/nonllm_*.csv; calibration/family_engines.py).\n"
+        "# family_error_bands: quantiles of measured / predicted time of the other families'\n"
+        "# rows, leave-one-source-out, per family with 10 rows or more, and all together\n"
+        "# (calibration/bands.py), for the bands their estimates carry.\n"
     )
     from estimator.efficiency import calibration
 
+    from . import families
+    from .bands import family_error_bands
     from .family_cases import all_cases
     from .family_engines import fit_family_engines
 
@@ -159,6 +164,8 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         {"file": display_name(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16]}
         for p in sorted(shipped_dir().glob("nonllm_*.csv"))
     ]
+    write()  # and the other families' bands on the engines' host times just written
+    doc["family_error_bands"] = family_error_bands(families.run())
     write()
     return doc
 

@@ -76,9 +76,74 @@ def pessimistic_factor(kind: str, gpu: Accelerator, confidence: float | None, mo
     estimate itself). None: the point estimate (factor 1)."""
     if confidence is None:
         return 1.0
-    f = band_factors(kind, gpu, model)
+    return _at_quantile(band_factors(kind, gpu, model), confidence)
+
+
+def _at_quantile(f: dict | None, confidence: float) -> float:
+    """The ``confidence`` quantile of a band's measured/predicted, at least 1 (1: no band)."""
     if f is None:
         return 1.0
     qs = sorted(int(k[1:]) for k in f if k[0] == "p" and k[1:].isdigit())
     r = float(np.interp(100 * confidence, qs, [f[f"p{q}"] for q in qs]))
     return max(1.0, r)
+
+
+# The other families (diffusion, speech, encoders, VLA...): one band per family on the time a
+# pass takes (measured / predicted time, ``family_error_bands`` in calibration.yaml; every
+# rate they report is batch / time, so a rate's band is the inverse). Their metrics by which
+# way they move with time:
+FAMILY_TIMES = {
+    "s_per_batch": "s",
+    "s_per_image": "s",
+    "s_per_video": "s",
+    "latency_ms": "ms",
+    "rtf": "",
+}
+FAMILY_RATES = {
+    "images_per_s": "images/s",
+    "videos_per_hour": "videos/h",
+    "docs_per_s": "docs/s",
+    "clips_per_s": "clips/s",
+    "audio_s_per_s": "audio s/s",
+}
+
+
+def family_band_factors(family: str) -> dict | None:
+    """{'p5', ..., 'p95', 'n', 'group'} of measured/predicted time for a non-LLM family: its
+    own group where it has enough rows, else every family's rows together; None without
+    data."""
+    groups = calibration().get("family_error_bands") or {}
+    group = family if family in groups else "all" if "all" in groups else None
+    return None if group is None else {**groups[group], "group": group}
+
+
+def family_bands(family: str, metrics: dict) -> dict:
+    """p10-p50-p90 of a family estimate's times and rates (those of :data:`FAMILY_TIMES` and
+    :data:`FAMILY_RATES` it reports), and the basis they rest on."""
+    f = family_band_factors(family)
+    if f is None:
+        return {}
+    out: dict = {}
+    for key, value in metrics.items():
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        if key in FAMILY_TIMES:
+            out[key] = {q: value * f[q] for q in ("p10", "p50", "p90")}
+        elif key in FAMILY_RATES:  # a slower pass (the time's p90) is the rate's p10
+            out[key] = {
+                q: value / f[r] for q, r in (("p10", "p90"), ("p50", "p50"), ("p90", "p10"))
+            }
+    if out:
+        out["basis"] = (
+            "quantiles of measured/predicted time, leave-one-source-out: "
+            f"{f['n']} rows ({f['group']})"
+        )
+    return out
+
+
+def family_time_factor(family: str, confidence: float | None) -> float:
+    """How much slower than its point estimate a family's pass is at the given confidence
+    (at least 1; None: the point estimate)."""
+    if confidence is None:
+        return 1.0
+    return _at_quantile(family_band_factors(family), confidence)

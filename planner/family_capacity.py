@@ -35,32 +35,37 @@ def refused(reason: str) -> FamilyCapacity:
     return FamilyCapacity(0, 0, float("inf"), f"split: {reason}", {})
 
 
-def _batch_scan(run, limit: int, max_latency: float, rate_key: str):
-    """Largest rate over batches whose pass time meets ``max_latency`` and fits memory."""
+def _batch_scan(run, limit: int, max_latency: float, rate_key: str, factor: float = 1.0):
+    """Largest rate over batches whose pass time (times ``factor``) meets ``max_latency``
+    and fits memory."""
     best = None
     for b in np.unique(np.round(np.geomspace(1, max(limit, 1), 24))).astype(int):
         e = run(int(b))
         if not e.fits:
             break
-        if e.metrics["s_per_batch"] > max_latency:
+        if e.metrics["s_per_batch"] * factor > max_latency:
             break
         if best is None or e.metrics[rate_key] > best.metrics[rate_key]:
             best = e
     return best
 
 
-def _scan_capacity(run, limit: float, key: str) -> FamilyCapacity:
+def _scan_capacity(run, limit: float, key: str, factor: float = 1.0) -> FamilyCapacity:
+    """``factor``: how much slower than estimated a pass is held to be (a confidence's
+    pessimistic error, :func:`estimator.bands.family_time_factor`): the limit is met, and
+    the rate counted, at that time."""
     try:
         first = run(1)
     except EstimatorError as e:
         return refused(str(e))
     if not first.fits:
         return FamilyCapacity(0, 0, float("inf"), "memory", {})
-    best = _batch_scan(run, first.max_batch, limit, key)
+    best = _batch_scan(run, first.max_batch, limit, key, factor)
     if best is None:
         return FamilyCapacity(0, 0, first.metrics["s_per_batch"], "latency", first.metrics)
     m = best.metrics
-    return FamilyCapacity(int(m[key] * RATE_SCALE), m["batch"], m["s_per_batch"], "latency", m)
+    units = int(m[key] / factor * RATE_SCALE)
+    return FamilyCapacity(units, m["batch"], m["s_per_batch"], "latency", m)
 
 
 def batch_scan(
@@ -69,33 +74,41 @@ def batch_scan(
     """The capacity of a kind served in batches: the best rate (``rate_key``) over batch sizes
     whose pass time meets the workload's ``limit_key`` and that fit memory."""
 
-    def capacity(model: Any, w: Any, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
+    def capacity(
+        model: Any, w: Any, gpu: Accelerator, par: Parallel, factor: float = 1.0
+    ) -> FamilyCapacity:
         fam, opts = family_of(model), options(w, model)
 
         def run(b: int):
             return fam.estimate(model, gpu, par, w.weights, opts.model_copy(update={"batch": b}))
 
-        return _scan_capacity(run, getattr(w, limit_key), rate_key)
+        return _scan_capacity(run, getattr(w, limit_key), rate_key, factor)
 
     return capacity
 
 
-def speech_capacity(model: Any, w: Any, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
-    try:
+def speech_capacity(
+    model: Any, w: Any, gpu: Accelerator, par: Parallel, factor: float = 1.0
+) -> FamilyCapacity:
+    try:  # a window's time x factor within max_rtf: its time within max_rtf / factor
         streams, b = asr_streams_per_replica(
-            model, gpu, par, w.weights, w.max_rtf, w.beam, engine=w.engine
+            model, gpu, par, w.weights, w.max_rtf / factor, w.beam, engine=w.engine
         )
     except EstimatorError as e:
         return refused(str(e))
     return FamilyCapacity(streams, b, float("nan"), "rtf", {"batch": b})
 
 
-def robot_capacity(model: Any, w: Any, gpu: Accelerator, par: Parallel) -> FamilyCapacity:
+def robot_capacity(
+    model: Any, w: Any, gpu: Accelerator, par: Parallel, factor: float = 1.0
+) -> FamilyCapacity:
+    # a chunk's time x factor within the period a robot executes it in (execute / control
+    # rate) is its time within the period at factor x the control rate
     opts = FamilyOptions(
         cameras=w.cameras,
         action_horizon=w.action_horizon,
         flow_steps=w.flow_steps,
-        control_hz=w.control_hz,
+        control_hz=w.control_hz * factor,
         execute=w.execute_steps,
     )
     try:
@@ -105,4 +118,10 @@ def robot_capacity(model: Any, w: Any, gpu: Accelerator, par: Parallel) -> Famil
     if not e.fits:
         return FamilyCapacity(0, 0, float("inf"), "memory", {})
     r = e.metrics["robots_per_replica"]
-    return FamilyCapacity(r, r, e.metrics["s_per_batch"], "control rate", e.metrics)
+    # the workload's own rate and period, as it set them
+    m = {
+        **e.metrics,
+        "control_hz": w.control_hz,
+        "chunk_period_s": e.metrics["chunk_period_s"] * factor,
+    }
+    return FamilyCapacity(r, r, e.metrics["s_per_batch"], "control rate", m)

@@ -128,6 +128,7 @@ def demand_of(w: Any) -> demand.Demand:
     return KINDS[w.kind].demand(w)
 
 
-def family_capacity(model: Any, w: Any, gpu: Any, par: Any) -> Any:
-    """A replica's capacity for a non-LLM workload, in its kind's unit."""
-    return KINDS[w.kind].capacity(model, w, gpu, par)
+def family_capacity(model: Any, w: Any, gpu: Any, par: Any, factor: float = 1.0) -> Any:
+    """A replica's capacity for a non-LLM workload, in its kind's unit, with its passes held
+    to ``factor`` times their estimated time (a scenario's confidence)."""
+    return KINDS[w.kind].capacity(model, w, gpu, par, factor)

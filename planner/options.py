@@ -16,6 +16,7 @@ from estimator import (
     get_model,
     gpu_catalog,
 )
+from estimator.bands import family_time_factor
 from estimator.efficiency import efficiency_key, fitted
 from estimator.engines import configure as configure_engine
 from estimator.families import family_of, get_family_model, is_family_model
@@ -137,7 +138,8 @@ class SearchSpace:
             self.notes.append(
                 f"sized at confidence {sc.confidence:g}: each latency target holds when the "
                 "estimate errs at that quantile of its cross-validated residuals (see `bands` "
-                "in `planner estimate --format json`)"
+                "in `planner estimate --format json`; the other families' passes by their "
+                "family's band)"
             )
         self.models: dict[str, LanguageModel] = {
             w.name: self._language_model(w) for w in sc.workloads if w.name in llm
@@ -340,6 +342,7 @@ class SearchSpace:
     def _family_options(self, w) -> list[_Option]:
         """Every allowed GPU type x TP size (these families run TP only)."""
         model = self.family_models[w.name]
+        factor = family_time_factor(model.family, self.sc.confidence)
         self.excluded[w.name] = []
         seen: list[tuple[Candidate, Capacity]] = []
         kept: list[tuple[int, _Option]] = []
@@ -347,7 +350,7 @@ class SearchSpace:
             tp = 1
             while tp <= self.sc.fleet.max_gpus_per_replica:
                 cand = Candidate(gpu, Parallel(tp=tp))
-                fc = family_capacity(model, w, gpu, cand.parallel)
+                fc = family_capacity(model, w, gpu, cand.parallel, factor)
                 cap = Capacity(fc.units, fc.binding, fc.latency_s, float("nan"), fc.batch)
                 seen.append((cand, cap))
                 if fc.binding.startswith("split"):

@@ -354,6 +354,9 @@ def test_a_family_model_shows_its_own_units(page, server):
     page.goto(f"{server}/#model=flux1-dev&gpu=h100-sxm&batch=1")
     cli = cli_json("estimate", "--model", "flux1-dev", "--gpu", "h100-sxm")
     assert float(metric(page, "images_per_s")) == cli["images_per_s"]
+    # the family's p10-p90 band, from the same estimate
+    band = page.locator('[data-metric="images_per_s"] .b').inner_text()
+    assert band.startswith("p10") and cli["bands"]["images_per_s"]["p10"] < cli["images_per_s"]
     assert page.locator('[data-control="steps"]').is_visible()
     assert not page.locator('[data-control="tp"]').is_visible()
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from ..bands import family_bands
 from ..engines import runtime_overhead_bytes
 from ..errors import EstimatorError, SplitError
 from ..formats import weight_format
@@ -74,6 +75,8 @@ class FamilyEstimate(Labelled):
     metrics: dict
     notes: list[str] = field(default_factory=list)
     labels: dict = field(default_factory=dict)  # display names for tables
+    # p10-p50-p90 of its times and rates from the family's cross-validated residuals
+    bands: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = super().to_dict()
@@ -105,6 +108,7 @@ def result(
         bottleneck,
         metrics,
         [mc.precision_note] if mc.precision_note else [],
+        bands=family_bands(family, metrics),
     )
 
 

@@ -57,15 +57,20 @@ def _family_table(e: FamilyEstimate) -> str:
         ["bottleneck", e.bottleneck],
     ]
     rows += [[k, f"{v:.4g}" if isinstance(v, float) else v] for k, v in e.metrics.items()]
+    for r in rows:
+        b = e.bands.get(r[0])
+        r.append(f"{b['p10']:.4g}-{b['p90']:.4g}" if b else "")
     out = [
         f"{e.labels['model']} ({e.family}) on {p['tp'] * p['pp'] * p['replicas']} x "
         f"{e.labels['gpu']} (TP{p['tp']}), weights {e.weights_format}, math in "
         f"{e.compute_precision}",
-        tabulate(rows, tablefmt="simple"),
+        tabulate(rows, headers=["", "estimate", "p10-p90"], tablefmt="simple"),
         f"memory per GPU: weights {m.weights:.2f} GB, KV {m.kv_cache:.2f} GB, "
         f"activations {m.activations:.2f} GB, overhead {m.overhead:.2f} GB, "
         f"total {m.total:.2f} of {m.capacity:.0f} GB",
     ]
+    if e.bands:
+        out.append(f"p10-p90: {e.bands['basis']}")
     out += [f"note: {n}" for n in e.notes]
     return "\n".join(out)
 

@@ -317,8 +317,9 @@ async function runEstimate() {
   } else {
     cards.push(card("max_batch", "largest batch that fits", e.max_batch, fmt(e.max_batch)),
       card("bottleneck", "bound by", e.bottleneck, e.bottleneck));
+    const b = e.bands || {};
     for (const [k, v] of Object.entries(e.metrics || {})) {
-      if (typeof v === "number") cards.push(card(k, k.replaceAll("_", " "), v, fmt(v)));
+      if (typeof v === "number") cards.push(card(k, k.replaceAll("_", " "), v, fmt(v), bandText(b[k])));
     }
   }
   if (!e.fits && e.advice && e.advice.length) cards.push(card("advice", "what would fit", e.advice, e.advice.join("; "), "", "wide"));
