@@ -69,23 +69,27 @@ def bands_for(
     return out
 
 
-def pessimistic_factor(kind: str, gpu: Accelerator, confidence: float | None, model=None) -> float:
+def pessimistic_factor(
+    kind: str, gpu: Accelerator, confidence: float | None, model=None, two_sided: bool = False
+) -> float:
     """How much worse than its point estimate a latency ('ttft' or 'tpot') is at the given
     confidence: the ``confidence`` quantile of measured/predicted, interpolated between the
     stored quantiles, and never below 1 (a plan is never sized on a rosier number than the
-    estimate itself). None: the point estimate (factor 1)."""
+    estimate itself) unless ``two_sided`` (a Monte-Carlo draw of the error, either way).
+    None: the point estimate (factor 1)."""
     if confidence is None:
         return 1.0
-    return _at_quantile(band_factors(kind, gpu, model), confidence)
+    return _at_quantile(band_factors(kind, gpu, model), confidence, two_sided)
 
 
-def _at_quantile(f: dict | None, confidence: float) -> float:
-    """The ``confidence`` quantile of a band's measured/predicted, at least 1 (1: no band)."""
+def _at_quantile(f: dict | None, q: float, two_sided: bool = False) -> float:
+    """The ``q`` quantile of a band's measured/predicted (1: no band), at least 1 unless
+    ``two_sided``; beyond the stored quantiles, the outermost."""
     if f is None:
         return 1.0
     qs = sorted(int(k[1:]) for k in f if k[0] == "p" and k[1:].isdigit())
-    r = float(np.interp(100 * confidence, qs, [f[f"p{q}"] for q in qs]))
-    return max(1.0, r)
+    r = float(np.interp(100 * q, qs, [f[f"p{k}"] for k in qs]))
+    return r if two_sided else max(1.0, r)
 
 
 # The other families (diffusion, speech, encoders, VLA...): one band per family on the time a
@@ -141,9 +145,9 @@ def family_bands(family: str, metrics: dict) -> dict:
     return out
 
 
-def family_time_factor(family: str, confidence: float | None) -> float:
+def family_time_factor(family: str, confidence: float | None, two_sided: bool = False) -> float:
     """How much slower than its point estimate a family's pass is at the given confidence
-    (at least 1; None: the point estimate)."""
+    (at least 1 unless ``two_sided``; None: the point estimate)."""
     if confidence is None:
         return 1.0
-    return _at_quantile(family_band_factors(family), confidence)
+    return _at_quantile(family_band_factors(family), confidence, two_sided)

@@ -48,9 +48,9 @@ def targets(w: LLMWorkload, ev: Evaluator) -> tuple[float | None, float | None]:
     """The TTFT and per-user speed the point estimate must reach on this replica (its GPU
     and model class) so the real ones meet the workload's targets at the scenario's
     confidence (bands: estimator/bands.py). Without a confidence, the targets themselves."""
-    c, g, m = w._confidence, ev.gpu, ev.model
-    ttft = w.ttft_s / pessimistic_factor("ttft", g, c, m) if w.ttft_s else None
-    tps = w.tokens_per_s * pessimistic_factor("tpot", g, c, m) if w.tokens_per_s else None
+    c, two, g, m = *(w._error_at or (None, False)), ev.gpu, ev.model
+    ttft = w.ttft_s / pessimistic_factor("ttft", g, c, m, two) if w.ttft_s else None
+    tps = w.tokens_per_s * pessimistic_factor("tpot", g, c, m, two) if w.tokens_per_s else None
     return ttft, tps
 
 

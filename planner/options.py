@@ -133,13 +133,19 @@ class SearchSpace:
         llm = {w.name for w in sc.workloads if KINDS[w.kind].language_model}
         for w in sc.workloads:
             if w.name in llm:
-                w._confidence = sc.confidence
+                w._error_at = sc.error_at
         if sc.confidence is not None:
             self.notes.append(
                 f"sized at confidence {sc.confidence:g}: each latency target holds when the "
                 "estimate errs at that quantile of its cross-validated residuals (see `bands` "
                 "in `planner estimate --format json`; the other families' passes by their "
                 "family's band)"
+            )
+        if sc.error_quantile is not None:
+            self.notes.append(
+                f"sized as if every estimate erred at quantile {sc.error_quantile:g} of its "
+                "cross-validated residuals (below 0.5: faster than estimated); a plan to "
+                "buy is sized with confidence instead"
             )
         self.models: dict[str, LanguageModel] = {
             w.name: self._language_model(w) for w in sc.workloads if w.name in llm
@@ -342,7 +348,7 @@ class SearchSpace:
     def _family_options(self, w) -> list[_Option]:
         """Every allowed GPU type x TP size (these families run TP only)."""
         model = self.family_models[w.name]
-        factor = family_time_factor(model.family, self.sc.confidence)
+        factor = family_time_factor(model.family, *(self.sc.error_at or (None, False)))
         self.excluded[w.name] = []
         seen: list[tuple[Candidate, Capacity]] = []
         kept: list[tuple[int, _Option]] = []

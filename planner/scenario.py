@@ -115,6 +115,11 @@ class Scenario(BaseModel):
     # size so the latency targets still hold when the estimator errs at this quantile of its
     # cross-validated residuals (null: the point estimate)
     confidence: float | None = Field(None, ge=0.5, le=0.95)
+    # size as if the estimator erred at this quantile of its cross-validated residuals, either
+    # way (below 0.5 faster than estimated): a Monte-Carlo input, drawn per sample with
+    # `sweep --samples` (e.g. {dist: uniform, low: 0.05, high: 0.95}); a plan to buy wants
+    # `confidence`, which is never rosier than the estimate
+    error_quantile: float | None = Field(None, ge=0.05, le=0.95)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Scenario:
@@ -122,7 +127,20 @@ class Scenario(BaseModel):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"workload names must be unique; repeated: {', '.join(dup)}")
+        if self.confidence is not None and self.error_quantile is not None:
+            raise ValueError(
+                "give confidence (size a plan to hold at a quantile of the estimator's error) "
+                "or error_quantile (where the estimator errs, for a Monte-Carlo sweep), not both"
+            )
         return self
+
+    @property
+    def error_at(self) -> tuple[float, bool] | None:
+        """The quantile of the estimator's error the plan is sized at, and whether it may be
+        rosier than the estimate (error_quantile) or not (confidence); None: the estimate."""
+        if self.error_quantile is not None:
+            return self.error_quantile, True
+        return None if self.confidence is None else (self.confidence, False)
 
 
 def _locate(node: yaml.Node | None, loc: tuple[Any, ...]) -> tuple[int | None, str]:

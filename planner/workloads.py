@@ -76,7 +76,8 @@ class LLMWorkload(BaseModel):
     images_per_request: int = Field(0, ge=0, le=1000)
     image_resolution: str = Field("1024x1024", description="WxH of each image")
     _vlm: Any = PrivateAttr(default=None)
-    _confidence: float | None = PrivateAttr(default=None)  # the scenario's, set by the planner
+    # the scenario's Scenario.error_at (quantile, two-sided), set by the planner
+    _error_at: tuple[float, bool] | None = PrivateAttr(default=None)
 
     @property
     def vision_model(self) -> Any:
