@@ -361,6 +361,22 @@ def test_a_family_model_shows_its_own_units(page, server):
     assert not page.locator('[data-control="tp"]').is_visible()
 
 
+def test_a_family_model_hides_the_language_model_checks(page, server):
+    """Saturation, scaling and minimum GPU take text language models: switching to a
+    diffusion model hides them (no language model's numbers left beside its estimate)."""
+    page.goto(f"{server}/#model=llama-3.1-8b&gpu=h100-sxm&batch=8")
+    page.wait_for_selector('[data-picture="saturation"] polyline', state="attached")
+    assert page.locator('[data-picture="saturation"]').is_visible()
+    page.select_option('[data-control="model"][data-group="modelling"]', "flux1-dev")
+    page.wait_for_selector('[data-metric="images_per_s"]')
+    for sel in (
+        '[data-picture="saturation"]',
+        '[data-picture="scaling"]',
+        '[data-card="minimum-gpu"]',
+    ):
+        assert not page.locator(sel).is_visible()
+
+
 def test_workload_solves_as_the_cli_does(page, server, tmp_path):
     bodies = []
     page.on("request", lambda r: bodies.append(r.post_data) if r.method == "POST" else None)
