@@ -471,6 +471,10 @@ def test_every_family_in_all_three_tabs(page, server, tmp_path, model, key):
     assert feasible == str(solved["feasible"]).lower()
     if solved["feasible"]:
         assert int(metric(page, "total_gpus")) == solved["total_gpus"]
+        # each replica in its workload's own unit (a language model's TTFT and speed)
+        unit = solved["plan"][0]["unit"]
+        row = page.locator('[data-metric="plan.0"] .v').inner_text()
+        assert ("TTFT" in row) if unit == "seats" else (unit in row and "TTFT" not in row)
     page.click("#tab-curve")
     page.wait_for_selector('[data-picture="curve"] polyline', state="attached", timeout=60_000)
     assert metric(page, "max_batch" if model not in ("qwen3-30b-a3b",) else "knee_users")

@@ -165,6 +165,22 @@ function drawMinimum(root, r, gpu) {
 }
 
 // ---- a plan ----------------------------------------------------------------------------
+// a workload's demand unit (seats for language models; images/s, streams, robots... for the
+// other families), as its plan rows give it
+function unitOf(d, workload) {
+  const row = (d.plan || []).find((r) => r.workload === workload);
+  return row && row.unit ? row.unit : "seats";
+}
+
+// what a replica of a plan row delivers: TTFT and per-user speed for a language model, its
+// demand units and pass time for the other families
+function rowSpeed(row) {
+  if (!row.unit || row.unit === "seats") return `TTFT ${fmt(row.ttft_s)} s, ${fmt(row.tokens_per_s)} tok/s`;
+  const m = row.metrics || {};
+  const t = m.latency_ms !== undefined ? fmt(m.latency_ms, " ms") : m.s_per_batch !== undefined ? fmt(m.s_per_batch, " s") : "";
+  return `${fmt(row.seats_per_replica)} ${row.unit} each${t ? ", " + t + " per batch" : ""}`;
+}
+
 function planCards(d) {
   const cards = [card("feasible", "feasible", d.feasible, fmt(d.feasible), "", d.feasible ? "yes" : "no")];
   if (!d.feasible) {
@@ -178,14 +194,15 @@ function planCards(d) {
       card("cost_per_year_usd", "cost per year", d.cost_per_year_usd, money(d.cost_per_year_usd)),
       card("cost_usd", `cost over ${d.years} years`, d.cost_usd, money(d.cost_usd)),
       card("power_kw", "power", d.power_kw, fmt(d.power_kw, " kW")),
-      card("seats_required", "seats needed", d.seats_required, Object.entries(d.seats_required || {}).map(([k, v]) => `${k} ${fmt(v)}`).join(", ")),
-      card("headroom_pct", "headroom (seats)", p.headroom_pct, fmt(p.headroom_pct && p.headroom_pct.seats, "%")),
-      card("usd_per_million_output_tokens", "$ per million tokens", d.usd_per_million_output_tokens, fmt(d.usd_per_million_output_tokens)),
+      card("seats_required", "demand", d.seats_required, Object.entries(d.seats_required || {}).map(([k, v]) => `${k} ${fmt(v)} ${unitOf(d, k)}`).join(", ")),
+      card("headroom_pct", `headroom (${p.unit || "seats"})`, p.headroom_pct, fmt(p.headroom_pct && p.headroom_pct.seats, "%")),
     );
+    // tokens only where a workload makes them (the other families count images, streams...)
+    if (d.usd_per_million_output_tokens != null) cards.push(card("usd_per_million_output_tokens", "$ per million tokens", d.usd_per_million_output_tokens, fmt(d.usd_per_million_output_tokens)));
     const per = d.cost_breakdown_per_year_usd || {};
     const lines = Object.entries(per).filter(([, v]) => v).map(([k, v]) => `${k.replaceAll("_", " ")} ${money(v)}`);
     if (lines.length) cards.push(card("cost_breakdown_per_year_usd", "cost per year by line", per, lines.join(" · "), "", "wide"));
-    d.plan.forEach((row, i) => cards.push(card(`plan.${i}`, `${row.workload}: replicas`, row, `${row.replicas}x ${row.gpus_per_replica} ${row.gpu} (TP${row.tp}${row.pp > 1 ? " PP" + row.pp : ""}), TTFT ${fmt(row.ttft_s)} s, ${fmt(row.tokens_per_s)} tok/s`, "", "wide")));
+    d.plan.forEach((row, i) => cards.push(card(`plan.${i}`, `${row.workload}: replicas`, row, `${row.replicas}x ${row.gpus_per_replica} ${row.gpu} (TP${row.tp}${row.pp > 1 ? " PP" + row.pp : ""}), ${rowSpeed(row)}`, "", "wide")));
   }
   if (d.notes && d.notes.length) cards.push(card("notes", "notes", d.notes, d.notes.join(" · "), "", "wide"));
   return cards.join("");
