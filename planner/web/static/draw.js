@@ -111,7 +111,9 @@ function chart(svg, { xs, series, marks = [], xlabel = "", ylabel = "", y2label 
     if (m.x === null || m.x === undefined || (logx && m.x <= 0)) continue;
     const x = sx(Math.min(Math.max(m.x, lo), hi));
     el(svg, "line", { x1: x, x2: x, y1: T, y2: H - B, class: "mark" });
-    el(svg, "text", { x: x + 3, y: T + 10 + 12 * (m.row || 0) }, m.label);
+    // right of its line, or left of it in the right half (a label never runs off the chart)
+    const right = x > (L + W - R) / 2;
+    el(svg, "text", { x: right ? x - 3 : x + 3, y: T + 10 + 12 * (m.row || 0), "text-anchor": right ? "end" : "start" }, m.label);
   }
 }
 
