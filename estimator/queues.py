@@ -29,6 +29,8 @@ class Repairman:
     SAMPLES = 200  # sample points per half-window where the sum is smooth (36 a standard
     # deviation at least: the sampled sum matches every term to ~1e-12)
     MAX_COLS = 16384  # terms per population at most (reached only past ~10^6 users)
+    LIGHT = 0.5  # one server with n·hold/think at most this: light load (see _light)
+    LIGHT_TAIL = 1e-20  # its terms are summed until the next would fall below this
 
     def __init__(self, n, c):
         """``c``: the servers, one count for every population or one per population."""
@@ -81,7 +83,8 @@ class Repairman:
         skip = np.zeros(len(r), bool)
         if only is not None:  # rows not asked for count as done and read 0
             skip = ~np.broadcast_to(np.asarray(only, bool), shape)[self.rows]
-        done = self._single_server(r, h, z, pw, wq, skip) | skip
+        done = self._light(r, h, pw, wq, skip) | skip
+        done |= self._single_server(r, h, z, pw, wq, done)
         rest = np.flatnonzero(~done)
         if rest.size:
             start, stride, cols = self._window(r)
@@ -93,6 +96,30 @@ class Repairman:
         pw_all[self.rows] = pw
         wq_all[self.rows] = wq
         return pw_all, wq_all
+
+    def _light(self, r, h, pw, wq, skip) -> np.ndarray:
+        """One server at light load (``n·r`` at most :data:`LIGHT`: a lightly used prefill
+        queue, most of a capacity search's counts, where the closed form underflows or
+        cancels): ``p_k/p_0 = Π_{m<k} (n−m)·r`` falls by ``n·r`` a term at least, so the
+        terms down to :data:`LIGHT_TAIL` are the sum to below a double's resolution, as
+        products (no logarithms, no window). Fills ``pw``/``wq`` where it applies (not in
+        ``skip``); returns where."""
+        ok = (self.c == 1) & (self.n * r <= self.LIGHT) & ~skip
+        if not ok.any():
+            return ok
+        i = np.flatnonzero(ok)
+        n, rr = self.n[i, None], r[i, None]
+        most = max(float(np.max(n * rr)), 1e-300)
+        terms = int(np.clip(np.ceil(np.log(self.LIGHT_TAIL) / np.log(most)), 1, 80))
+        m = np.arange(terms)[None, :]
+        # term m + 1 from term m; none past the population (k <= n, as the window sums)
+        t = np.cumprod(np.where(m + 1 <= n, (n - m) * rr, 0.0), axis=1)
+        total = t.sum(axis=1)
+        busy = total / (1.0 + total)  # P(k >= 1)
+        queue = (t * m).sum(axis=1) / (1.0 + total)  # E[(k − 1)+]: term m holds k = m + 1
+        pw[i] = busy
+        wq[i] = queue / np.maximum(busy / np.maximum(h[i], 1e-30), 1e-30)  # Little's law
+        return ok
 
     def _single_server(self, r, h, z, pw, wq, skip=None) -> np.ndarray:
         """One server and a whole number of users (the prefill queue): in closed form, where

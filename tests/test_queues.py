@@ -28,6 +28,7 @@ def _every_term(n: float, c: float, think: float, hold: float) -> tuple[float, f
 
 def _window_only(q: Repairman) -> Repairman:
     q._single_server = lambda r, h, z, pw, wq, skip=None: np.zeros(len(r), bool)
+    q._light = lambda r, h, pw, wq, skip: np.zeros(len(r), bool)
     return q
 
 
@@ -125,3 +126,23 @@ def test_poisson_quantile_is_continuous_and_meets_the_integer_one():
     q = poisson_quantile(x, 0.9)
     assert np.all(np.diff(q) >= 0) and np.max(np.diff(q)) < 0.1
     assert poisson_quantile(np.array([50.0]), 0.9, cap=np.array([12.0]))[0] == 12.0
+
+
+def test_light_load_products_match_every_term_summed():
+    """One server at light load (n x hold/think <= 0.5): its terms as products down to
+    1e-20 are the whole sum, fractional populations included."""
+    rng = np.random.default_rng(5)
+    n = np.round(10 ** rng.uniform(0.3, 4, 300))
+    n[::5] += 0.4
+    hold = 10 ** rng.uniform(-3, 0, 300)
+    think = hold * n / 10 ** rng.uniform(-4, np.log10(0.5), 300)  # n·r in [1e-4, 0.5]
+    q = Repairman(n, 1)
+    pw, wq = q(think, hold)
+    taken = q._light(hold / think, hold, np.zeros(300), np.zeros(300), np.zeros(300, bool))
+    assert taken.all()
+    wpw, wwq = _window_only(Repairman(n, 1))(think, hold)
+    for i in range(300):
+        ref_pw, ref_wq = _every_term(n[i], 1.0, think[i], hold[i])
+        assert pw[i] == pytest.approx(ref_pw, rel=1e-9, abs=1e-15)
+        assert wq[i] == pytest.approx(ref_wq, rel=1e-7, abs=1e-12 * hold[i])
+    np.testing.assert_allclose(pw, wpw, rtol=1e-9, atol=1e-15)
