@@ -126,6 +126,8 @@ KEYS = [
     ("cost", "cost_of_capital"),
     ("budget", "max_usd"),
     ("budget", "max_power_kw"),
+    ("confidence",),
+    ("error_quantile",),
     ("workloads",),
     ("fleet",),
     ("unknown_key",),
