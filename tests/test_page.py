@@ -375,6 +375,12 @@ def test_a_family_model_hides_the_language_model_checks(page, server):
         '[data-card="minimum-gpu"]',
     ):
         assert not page.locator(sel).is_visible()
+    # nor the decode and prefill shares, which only a language model's estimate has
+    assert not page.locator('[data-picture="pipe"]').is_visible()
+    assert page.locator('[data-picture="memory-box"]').is_visible()
+    page.select_option('[data-control="model"][data-group="modelling"]', "llama-3.1-8b")
+    page.wait_for_selector('[data-metric="tpot_s"]')
+    assert page.locator('[data-picture="pipe"]').is_visible()
 
 
 def test_workload_solves_as_the_cli_does(page, server, tmp_path):

@@ -326,6 +326,8 @@ async function runEstimate() {
   $('[data-cards="modelling"]').innerHTML = cards.join("");
   memoryBox($('[data-picture="memory-box"]'), e.memory_gb);
   const s = e.shares || {};
+  // the decode/prefill shares are a language model's; the other families have none to show
+  for (const k of ["pipe", "die", "interconnect"]) $(`[data-picture="${k}"]`).closest("figure").hidden = !e.shares;
   shareBar($('[data-picture="pipe"]'), s.hbm_bandwidth_in_decode, "HBM");
   shareBar($('[data-picture="die"]'), s.compute_in_prefill, "compute");
   shareBar($('[data-picture="interconnect"]'), s.interconnect_in_decode, e.interconnect || "");
