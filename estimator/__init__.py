@@ -2,8 +2,10 @@
 
 Knows nothing of scenarios, costs or solvers (those live in :mod:`planner`).
 
-For people: :func:`estimate` and :func:`curve` take names and return typed results whose
-``to_dict()`` is what ``planner estimate`` / ``planner curve --format json`` print. For
+For people: :func:`estimate`, :func:`curve` (language models against users) and
+:func:`batch_curve` (the other families against their batch) take names and return typed
+results whose ``to_dict()`` is what ``planner estimate`` / ``planner curve --format json``
+print. For
 programs: :class:`Evaluator` evaluates numpy arrays of batches and contexts at once.
 
 The names below load their module on first use, so importing one light part (the errors,
@@ -19,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 _WHERE = {
     "ServingEstimate": ".api",
     "estimate": ".api",
+    "BatchCurve": ".batch_curves",
+    "batch_curve": ".batch_curves",
     "get_gpu": ".catalog",
     "get_model_preset": ".catalog",
     "gpu_catalog": ".catalog",
@@ -66,6 +70,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and editors: the names as if imported eagerly
     from .api import ServingEstimate, estimate
+    from .batch_curves import BatchCurve, batch_curve
     from .catalog import get_gpu, get_model_preset, gpu_catalog, model_catalog
     from .curves import CurveResult, curve
     from .errors import AmbiguousNameError, EstimatorError, SplitError, UnknownNameError

@@ -484,6 +484,13 @@ def test_every_family_in_all_three_tabs(page, server, tmp_path, model, key):
     page.click("#tab-curve")
     page.wait_for_selector('[data-picture="curve"] polyline', state="attached", timeout=60_000)
     assert metric(page, "max_batch" if model not in ("qwen3-30b-a3b",) else "knee_users")
+    if model not in ("qwen3-30b-a3b", "qwen2.5-vl-7b"):  # served in batches: `planner curve`
+        curve = cli_json("curve", "--model", model, "--gpu", "h100-sxm")
+        assert int(metric(page, "max_batch")) == curve["max_batch"]
+        assert (
+            float(metric(page, f"{curve['rate_key']}@max"))
+            == curve["points"][-1]["metrics"][curve["rate_key"]]
+        )
 
 
 def test_the_url_hash_round_trips(page, server):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from estimator import CurveResult, Parallel
+from estimator import BatchCurve, CurveResult, Parallel
 
 
 def curve_text(c: CurveResult) -> str:
@@ -68,3 +68,41 @@ def _band_line(b: dict, pct: float) -> str:
     if u:
         parts.append(f"{u['p10']:.1f}-{u['p90']:.1f} tok/s per user")
     return "  p10-p90 (cross-validated): " + ", ".join(parts)
+
+
+def batch_curve_text(c: BatchCurve) -> str:
+    """A family model's time and throughput against its batch."""
+    p, rate, lat = c.parallel, c.rate_key, c.latency_key
+    head = (
+        f"{c.labels['model']} ({c.family}) on {p['tp'] * p['pp'] * p['replicas']} x "
+        f"{c.labels['gpu']} (TP{p['tp']}), weights {c.weights_format}; the largest batch that "
+        f"fits: {c.max_batch}"
+    )
+    rows = []
+    for q in c.points:
+        m, b = q["metrics"], q["bands"].get(rate)
+        rows.append(
+            [
+                q["batch"],
+                f"{m[lat]:.4g}",
+                f"{m[rate]:.4g}",
+                f"{b['p10']:.4g}-{b['p90']:.4g}" if b else "",
+                f"{q['memory_gb']:.1f}",
+                "yes" if q["fits"] else "NO",
+            ]
+        )
+    table = tabulate(
+        rows,
+        headers=["batch", f"{lat}", rate, f"{rate} p10-p90", "GB/GPU", "fits"],
+        tablefmt="simple",
+    )
+    first, last = c.points[0]["metrics"][rate], c.points[-1]["metrics"][rate]
+    gain = f"{last / first:.2f}x" if first else "-"
+    out = [
+        head,
+        table,
+        f"batching from 1 to {c.points[-1]['batch']} gives {gain} the {rate.replace('_', ' ')}",
+    ]
+    if c.points and c.points[0]["bands"]:
+        out.append(f"p10-p90: {c.points[0]['bands']['basis']}")
+    return "\n".join(out)

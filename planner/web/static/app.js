@@ -426,7 +426,8 @@ async function runCurve() {
     const v = state["c." + c.name];
     if (v !== "") q.set(c.name.replaceAll("-", "_"), v);
   }
-  if (!["llm", "moe"].includes(currentGroup())) return runBatchCurve();
+  if (currentGroup() === "vlm") return runBatchCurve();
+  if (!["llm", "moe"].includes(currentGroup())) return runFamilyCurve();
   const c = await call("curve", "/api/curve?" + q);
   if (!c) return;
   $('[data-caption="curve"]').textContent = "TTFT (mean and percentile) and per-user speed as users grow";
@@ -459,6 +460,33 @@ const LATENCIES = ["s_per_batch", "e2e_latency_s"];
 const pick = (e, keys) => keys.find((k) => typeof (e.metrics || {})[k] === "number" || typeof e[k] === "number");
 const value = (e, k) => (e.metrics && typeof e.metrics[k] === "number" ? e.metrics[k] : e[k]);
 
+// the families served in batches: their curve is `planner curve` itself, one call
+async function runFamilyCurve() {
+  const q = modelQuery();
+  q.delete("batch");
+  const c = await call("curve", "/api/curve?" + q);
+  if (!c) return;
+  const rate = c.rate_key, lat = c.latency_key, pts = c.points;
+  $('[data-caption="curve"]').textContent = "Latency and throughput of one replica against its batch (`planner curve`: each point is `planner estimate --batch B`)";
+  chart($('[data-picture="curve"]'), {
+    xs: pts.map((p) => p.batch), xlabel: "batch", ylabel: `${lat} s`, y2label: rate,
+    series: [
+      { ys: pts.map((p) => p.metrics[lat]), label: lat.replaceAll("_", " "), axis: 1 },
+      { ys: pts.map((p) => p.metrics[rate]), label: rate.replaceAll("_", " "), axis: 2 },
+    ],
+    marks: [{ x: c.max_batch, label: "memory limit" }],
+  });
+  const first = pts[0], last = pts[pts.length - 1];
+  $('[data-cards="curve"]').innerHTML = [
+    card("max_batch", "largest batch that fits", c.max_batch, fmt(c.max_batch)),
+    card(rate, `${rate.replaceAll("_", " ")} at batch 1`, first.metrics[rate], fmt(first.metrics[rate]), bandText(first.bands[rate])),
+    card(`${rate}@max`, `${rate.replaceAll("_", " ")} at batch ${last.batch}`, last.metrics[rate], fmt(last.metrics[rate]), bandText(last.bands[rate])),
+    card(`${lat}@max`, `${lat.replaceAll("_", " ")} there`, last.metrics[lat], fmt(last.metrics[lat], " s")),
+  ].join("");
+}
+
+// vision-language models: each point `planner estimate --batch B` (their images ride in
+// every request; `planner curve` takes text language models)
 async function runBatchCurve() {
   const q = modelQuery();
   q.set("batch", "1");
