@@ -164,11 +164,23 @@ def _breakdown(units, spares, operations: float) -> dict[str, float]:
     return lines
 
 
+def _pass_limit(w, metrics: dict) -> float | None:
+    """The time a family replica's pass is held to: its workload's latency limit, or a
+    robot's chunk period (None where the limit is not a time per batch: speech's RTF)."""
+    key = KINDS[w.kind].limit_key
+    if key is not None:
+        return None if key == "max_rtf" else getattr(w, key)
+    return metrics.get("chunk_period_s")
+
+
 def _family_assignments(space: SearchSpace, w, rows, served: int, need: int) -> list[Assignment]:
     d = space.demands[w.name]
     out = []
     for o, n in rows:
         p = o.cand.parallel
+        metrics = dict(o.family.metrics) if o.family else {}
+        t, limit = metrics.get("s_per_batch"), _pass_limit(w, metrics)
+        timed = limit is not None and isinstance(t, int | float) and t > 0
         out.append(
             Assignment(
                 workload=w.name,
@@ -189,7 +201,10 @@ def _family_assignments(space: SearchSpace, w, rows, served: int, need: int) -> 
                 seats_headroom_pct=100 * (served / need - 1),
                 binding=o.cap.binding,
                 unit=d.unit,
-                metrics=dict(o.family.metrics) if o.family else {},
+                metrics=metrics,
+                pass_s=float(t) if timed else None,
+                pass_limit_s=float(limit) if timed else None,
+                pass_headroom_pct=100 * (limit / t - 1) if timed else None,
             )
         )
     return out

@@ -118,6 +118,10 @@ def robot_capacity(
     if not e.fits:
         return FamilyCapacity(0, 0, float("inf"), "memory", {})
     r = e.metrics["robots_per_replica"]
+    if r > 1:  # the metrics of the batch the replica runs: all its robots' chunks at once
+        e = family_of(model).estimate(
+            model, gpu, par, w.weights, opts.model_copy(update={"batch": r})
+        )
     # the workload's own rate and period, as it set them
     m = {
         **e.metrics,

@@ -42,6 +42,11 @@ class Assignment:
     decode_replicas: int | None = None  # ... and that decode
     unit: str = "seats"  # what seats_* count for this workload (docs/s, streams, clips/s)
     metrics: dict = field(default_factory=dict)  # family metrics at the capacity point
+    # the other families: a replica's time per batch at its capacity point, the time limit
+    # it is held to (the workload's latency limit, a robot's chunk period) and the headroom
+    pass_s: float | None = None
+    pass_limit_s: float | None = None
+    pass_headroom_pct: float | None = None
     weights: str = "bf16"  # the weight format sized with (stated, or implied by the model name)
 
     @property
@@ -264,10 +269,13 @@ def plan_json(p: Plan) -> dict:
                 "ttft_percentile": a.ttft_percentile,
                 "tokens_per_s": a.tokens_per_s,
                 "tokens_per_s_target": a.tokens_per_s_target,
+                "pass_s": a.pass_s,
+                "pass_limit_s": a.pass_limit_s,
                 "headroom_pct": {
                     "ttft": a.ttft_headroom_pct,
                     "tokens_per_s": a.tokens_per_s_headroom_pct,
                     "seats": a.seats_headroom_pct,
+                    "pass": a.pass_headroom_pct,
                 },
                 "binding": a.binding,
                 "bottleneck": a.bottleneck,
@@ -381,6 +389,9 @@ def plan_rows(p: Plan, rank: int, extra: dict | None = None) -> list[dict]:
                 "tokens_per_s_target": a.tokens_per_s_target,
                 "tokens_per_s_headroom_pct": _r(a.tokens_per_s_headroom_pct),
                 "seats_headroom_pct": _r(a.seats_headroom_pct),
+                "pass_s": _r(a.pass_s, 4),
+                "pass_limit_s": a.pass_limit_s,
+                "pass_headroom_pct": _r(a.pass_headroom_pct),
                 "unit": a.unit,
                 "bottleneck": a.bottleneck,
             }
@@ -422,6 +433,9 @@ PLAN_ROW_FIELDS = [
     "tokens_per_s_target",
     "tokens_per_s_headroom_pct",
     "seats_headroom_pct",
+    "pass_s",
+    "pass_limit_s",
+    "pass_headroom_pct",
     "unit",
     "bottleneck",
     "note",

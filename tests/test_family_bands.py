@@ -137,3 +137,25 @@ def test_a_robot_plan_reports_the_workloads_own_control_rate():
     r = solve(sc.model_copy(update={"confidence": 0.9}, deep=True)).to_dict()
     metrics = [a["metrics"] for a in r["plan"] if a["workload"] == w.name]
     assert metrics and all(m["control_hz"] == w.control_hz for m in metrics)
+
+
+def test_a_family_plan_reports_each_replicas_pass_against_its_limit():
+    """An image replica's time per batch against the workload's max_s_per_image, and a
+    robot replica's chunk time at the batch it runs (all its robots) against the chunk
+    period (execute_steps / control_hz), each with its headroom; the CLI table shows them."""
+    img = solve(load_scenario(SCENARIOS / "image-generation.yaml")).to_dict()
+    w = {x.name: x for x in load_scenario(SCENARIOS / "image-generation.yaml").workloads}
+    for a in img["plan"]:
+        assert a["pass_limit_s"] == w[a["workload"]].max_s_per_image
+        assert a["pass_s"] == a["metrics"]["s_per_batch"] <= a["pass_limit_s"]
+        assert a["headroom_pct"]["pass"] == pytest.approx(
+            100 * (a["pass_limit_s"] / a["pass_s"] - 1)
+        )
+    sc = load_scenario(SCENARIOS / "robot-fleet.yaml")
+    arms = next(x for x in sc.workloads if x.kind == "robot_policy")
+    a = next(a for a in solve(sc).to_dict()["plan"] if a["workload"] == arms.name)
+    assert a["metrics"]["batch"] == a["seats_per_replica"]  # the chunk of all its robots
+    assert a["pass_limit_s"] == pytest.approx(arms.execute_steps / arms.control_hz)
+    assert a["pass_s"] <= a["pass_limit_s"]
+    r = CliRunner().invoke(main, ["solve", str(SCENARIOS / "robot-fleet.yaml")])
+    assert "TTFT or pass (headroom)" in r.output and "pass 0." in r.output

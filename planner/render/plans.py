@@ -26,6 +26,17 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.0f}%"
 
 
+def _latency(a) -> str:
+    """A language model's TTFT at its percentile, or the other families' time per batch
+    against their limit (each with its headroom)."""
+    if a.ttft_s is not None:
+        head = f" ({_pct(a.ttft_headroom_pct)})" if a.ttft_target_s else ""
+        return f"{a.ttft_s:.2f} s p{a.ttft_percentile:g}{head}"
+    if a.pass_s is not None:
+        return f"pass {a.pass_s:.3g} s ({_pct(a.pass_headroom_pct)})"
+    return "-"
+
+
 def _assign_rows(p: Plan) -> list[list]:
     rows = []
     for a in p.assignments:
@@ -35,10 +46,7 @@ def _assign_rows(p: Plan) -> list[list]:
                 f"{a.replicas} x {a.gpus_per_replica} {a.gpu}",
                 f"{a.split()} {a.weights}",
                 f"{a.seats_served:,.4g} / {a.seats_needed:,.4g} {a.unit}",
-                "-"
-                if a.ttft_s is None
-                else f"{a.ttft_s:.2f} s p{a.ttft_percentile:g}"
-                + (f" ({_pct(a.ttft_headroom_pct)})" if a.ttft_target_s else ""),
+                _latency(a),
                 "-"
                 if a.tokens_per_s is None
                 else f"{a.tokens_per_s:.1f}"
@@ -55,7 +63,7 @@ ASSIGN_HEAD = [
     "replicas x GPUs",
     "split, weights",
     "served/needed",
-    "TTFT (headroom)",
+    "TTFT or pass (headroom)",
     "tok/s/user (headroom)",
     "limit",
     "bottleneck",

@@ -178,9 +178,9 @@ function unitOf(d, workload) {
 // demand units and pass time for the other families
 function rowSpeed(row) {
   if (!row.unit || row.unit === "seats") return `TTFT ${fmt(row.ttft_s)} s, ${fmt(row.tokens_per_s)} tok/s`;
-  const m = row.metrics || {};
-  const t = m.latency_ms !== undefined ? fmt(m.latency_ms, " ms") : m.s_per_batch !== undefined ? fmt(m.s_per_batch, " s") : "";
-  return `${fmt(row.seats_per_replica)} ${row.unit} each${t ? ", " + t + " per batch" : ""}`;
+  const each = `${fmt(row.seats_per_replica)} ${row.unit} each`;
+  if (row.pass_s == null) return each;
+  return `${each}, ${fmt(row.pass_s, " s")} per batch of ${fmt(row.pass_limit_s, " s")} allowed (${fmt(row.headroom_pct.pass, "%")} headroom)`;
 }
 
 function planCards(d) {
