@@ -165,11 +165,14 @@ def _breakdown(units, spares, operations: float) -> dict[str, float]:
 
 
 def _pass_limit(w, metrics: dict) -> float | None:
-    """The time a family replica's pass is held to: its workload's latency limit, or a
-    robot's chunk period (None where the limit is not a time per batch: speech's RTF)."""
+    """The time a family replica's pass is held to: its workload's latency limit, a speech
+    window's max_rtf x its length, or a robot's chunk period."""
     key = KINDS[w.kind].limit_key
+    if key == "max_rtf":  # a window of audio within max_rtf of its length
+        seconds = metrics.get("audio_seconds")
+        return None if seconds is None else w.max_rtf * seconds
     if key is not None:
-        return None if key == "max_rtf" else getattr(w, key)
+        return getattr(w, key)
     return metrics.get("chunk_period_s")
 
 

@@ -96,7 +96,16 @@ def speech_capacity(
         )
     except EstimatorError as e:
         return refused(str(e))
-    return FamilyCapacity(streams, b, float("nan"), "rtf", {"batch": b})
+    if streams < 1:
+        return FamilyCapacity(0, b, float("nan"), "rtf", {"batch": b})
+    # the metrics of the batch the replica runs, one window of each stream (the time the
+    # limit reads: max_rtf x the window)
+    opts = FamilyOptions(
+        batch=b, beam=w.beam, engine=w.engine, max_rtf=w.max_rtf, audio_seconds=model.window_s
+    )
+    e = family_of(model).estimate(model, gpu, par, w.weights, opts)
+    m = {**e.metrics, "streams_per_replica": streams}
+    return FamilyCapacity(streams, b, m["s_per_batch"], "rtf", m)
 
 
 def robot_capacity(

@@ -157,5 +157,10 @@ def test_a_family_plan_reports_each_replicas_pass_against_its_limit():
     assert a["metrics"]["batch"] == a["seats_per_replica"]  # the chunk of all its robots
     assert a["pass_limit_s"] == pytest.approx(arms.execute_steps / arms.control_hz)
     assert a["pass_s"] <= a["pass_limit_s"]
+    speech = load_scenario(SCENARIOS / "transcription.yaml")
+    rtf = {x.name: x.max_rtf for x in speech.workloads}
+    for a in solve(speech).to_dict()["plan"]:  # one 30 s window of every stream at once
+        assert a["pass_limit_s"] == pytest.approx(rtf[a["workload"]] * 30.0)
+        assert 0 < a["pass_s"] <= a["pass_limit_s"]
     r = CliRunner().invoke(main, ["solve", str(SCENARIOS / "robot-fleet.yaml")])
     assert "TTFT or pass (headroom)" in r.output and "pass 0." in r.output
