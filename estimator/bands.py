@@ -109,6 +109,7 @@ FAMILY_RATES = {
     "docs_per_s": "docs/s",
     "clips_per_s": "clips/s",
     "audio_s_per_s": "audio s/s",
+    "chunks_per_s": "chunks/s",
 }
 
 

@@ -20,7 +20,7 @@ RATE_KEYS = (
     "audio_s_per_s",
     "clips_per_s",
     "videos_per_hour",
-    "robots_per_replica",
+    "chunks_per_s",  # VLA: its robots per replica are those whose chunk meets the period
 )
 LATENCY_KEYS = ("s_per_batch",)
 

@@ -217,6 +217,7 @@ def estimate_vla(
         robots = b
     metrics = {
         "latency_ms": t["latency_s"] * 1e3,
+        "chunks_per_s": batch / t["latency_s"],  # action chunks the replica completes
         "vision_ms": t["vision_s"] * 1e3,
         "prefix_ms": t["prefix_s"] * 1e3,
         "action_expert_ms": t["action_expert_s"] * 1e3,
