@@ -52,7 +52,8 @@ class BatchCurve(Labelled):
         return [{"batch": p["batch"], "fits": p["fits"], **p["metrics"]} for p in self.points]
 
 
-def _key(metrics: dict, keys: tuple[str, ...]) -> str:
+def metric_key(metrics: dict, keys: tuple[str, ...]) -> str:
+    """The first of ``keys`` a family estimate's metrics report (its headline rate or time)."""
     return next((k for k in keys if isinstance(metrics.get(k), int | float)), keys[-1])
 
 
@@ -111,8 +112,8 @@ def batch_curve(
         first.parallel,
         first.weights_format,
         first.max_batch,
-        _key(first.metrics, RATE_KEYS),
-        _key(first.metrics, LATENCY_KEYS),
+        metric_key(first.metrics, RATE_KEYS),
+        metric_key(first.metrics, LATENCY_KEYS),
         [
             {
                 "batch": b,

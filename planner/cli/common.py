@@ -326,6 +326,60 @@ format_options = _apply(_FORMAT_OPTIONS)  # weights, KV, engine and its memory k
 replica_options = _apply(_MODEL_OPTIONS + _SPLIT_OPTIONS + _FORMAT_OPTIONS)
 serving_options = _apply(_SERVING_OPTIONS)  # think time, prefix cache, chunking, speculation
 family_options = _apply(_FAMILY_OPTIONS)  # the non-LLM families' workload options
+# the family options by their parameter names
+FAMILY_KEYS = (
+    "audio_seconds",
+    "beam",
+    "frames",
+    "resolution",
+    "horizon",
+    "samples",
+    "images",
+    "image_resolution",
+    "steps",
+    "guidance",
+    "fast_accum",
+    "offload",
+    "cameras",
+    "action_horizon",
+    "flow_steps",
+    "control_hz",
+)
+
+
+def batch_family(model: str, presets: tuple[str, ...]) -> bool:
+    """Whether ``model`` is a family served in batches (diffusion, speech, encoders, VLA,
+    world models): not a language or vision-language model, whose sizing is by users."""
+    from estimator.families import family_of, get_family_model, is_family_model
+
+    if not is_family_model(model, presets):
+        return False
+    fam = family_of(get_family_model(model, presets))
+    return fam is not None and not fam.language_model
+
+
+def family_from(fam: dict):
+    """The family options given on the command line as :class:`estimator.FamilyOptions`
+    (the vision-language ones, images and image_resolution, left out)."""
+    from estimator import FamilyOptions
+    from estimator.api import parse_resolution
+
+    res = fam.get("resolution")
+    skip = ("resolution", "images", "image_resolution")
+    return FamilyOptions(
+        resolution=parse_resolution(res, 0) if res else None,
+        **{k: v for k, v in fam.items() if k not in skip},
+    )
+
+
+def refuse_given(ctx: click.Context, names: tuple[str, ...], why: str) -> None:
+    """Bad input where the user set any of ``names`` (parameter names): ``--flag`` + why."""
+    name = next((k for k in names if given(ctx, k)), None)
+    if name is not None:
+        flag = {"users_list": "users", "at_users": "at"}.get(name, name).replace("_", "-")
+        raise EstimatorError(f"--{flag} {why}")
+
+
 FORMAT = click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )

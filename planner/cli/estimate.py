@@ -10,10 +10,13 @@ from estimator.errors import EstimatorError
 
 from .common import (
     EXIT_INFEASIBLE,
+    FAMILY_KEYS,
     FORMAT,
     MAX_USERS,
     FiniteRange,
+    batch_family,
     dump,
+    family_from,
     family_options,
     friendly_errors,
     given,
@@ -21,6 +24,7 @@ from .common import (
     length_options,
     model_of,
     presets_of,
+    refuse_given,
     replica_options,
     serving_from,
     serving_options,
@@ -122,14 +126,13 @@ def curve_cmd(ctx, model_name, model_config, gpu_name, users_list, at_users, fmt
     point the estimate at that batch, 1, 2, 4, ... up to the largest that fits)."""
     fam = {k: kw.pop(k) for k in FAMILY_KEYS}
     model = model_of(model_name, model_config)
-    if _batch_family(model, presets_of(ctx)):
+    if batch_family(model, presets_of(ctx)):
         return _family_curve(ctx, model, gpu_name, fmt, fam, kw)
-    given_family = [k for k in fam if given(ctx, k)]
-    if given_family:
-        raise EstimatorError(
-            f"--{given_family[0].replace('_', '-')} is an option of the other families' "
-            f"models; '{model}' is a language model"
-        )
+    refuse_given(
+        ctx,
+        FAMILY_KEYS,
+        f"is an option of the other families' models; '{model}' is a language model",
+    )
     users = None
     if users_list:
         try:
@@ -156,25 +159,6 @@ def curve_cmd(ctx, model_name, model_config, gpu_name, users_list, at_users, fmt
         click.echo(dump(c.to_dict()) if fmt == "json" else curve_text(c))
 
 
-# the family options (common.family_options) by their parameter names
-FAMILY_KEYS = (
-    "audio_seconds",
-    "beam",
-    "frames",
-    "resolution",
-    "horizon",
-    "samples",
-    "images",
-    "image_resolution",
-    "steps",
-    "guidance",
-    "fast_accum",
-    "offload",
-    "cameras",
-    "action_horizon",
-    "flow_steps",
-    "control_hz",
-)
 # curve options that only a language model's curve (users, targets, serving) reads
 _LLM_ONLY = (
     "users_list",
@@ -197,34 +181,18 @@ _LLM_ONLY = (
 )
 
 
-def _batch_family(model: str, presets: tuple[str, ...]) -> bool:
-    """Whether ``model`` is a family served in batches (not a language or vision-language
-    model, whose curve is against users)."""
-    from estimator.families import family_of, get_family_model, is_family_model
-
-    if not is_family_model(model, presets):
-        return False
-    fam = family_of(get_family_model(model, presets))
-    return fam is not None and not fam.language_model
-
-
 def _family_curve(ctx, model: str, gpu_name: str, fmt: str, fam: dict, kw: dict) -> None:
     import estimator
-    from estimator.api import parse_resolution
 
     from ..render.curve import batch_curve_text
 
-    extra = next((k for k in _LLM_ONLY if given(ctx, k)), None)
-    if extra:
-        flag = {"users_list": "users", "at_users": "at"}.get(extra, extra).replace("_", "-")
-        raise EstimatorError(
-            f"--{flag} applies to language models: the curve of '{model}' is over its batch "
-            "(1, 2, 4, ... up to the largest that fits)"
-        )
+    refuse_given(
+        ctx,
+        _LLM_ONLY,
+        f"applies to language models: the curve of '{model}' is over its batch (1, 2, 4, ... "
+        "up to the largest that fits)",
+    )
     split = split_of(kw)
-    res = fam.pop("resolution")
-    for k in ("images", "image_resolution"):
-        fam.pop(k)
     c = estimator.batch_curve(
         model,
         gpu_name,
@@ -235,7 +203,7 @@ def _family_curve(ctx, model: str, gpu_name: str, fmt: str, fam: dict, kw: dict)
         kv=split["kv"],
         engine=split["engine"],
         input_tokens=kw["input_tokens"] if given(ctx, "input_tokens") else None,
-        family=estimator.FamilyOptions(resolution=parse_resolution(res, 0) if res else None, **fam),
+        family=family_from(fam),
         presets=presets_of(ctx),
     )
     if not handed_over(ctx, c):

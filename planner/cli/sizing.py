@@ -7,22 +7,29 @@ import sys
 
 import click
 
+from estimator.engines import KNOBS
 from estimator.errors import EstimatorError
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 
 from .common import (
     EXIT_INFEASIBLE,
+    FAMILY_KEYS,
     FiniteRange,
+    batch_family,
     collecting,
     dump,
     engine_of,
+    family_from,
+    family_options,
     format_options,
     friendly_errors,
+    given,
     handed_over,
     length_options,
     model_of,
     model_options,
     presets_of,
+    refuse_given,
     replica_options,
     split_of,
 )
@@ -194,28 +201,38 @@ def scaling_cmd(ctx, model_name, model_config, gpu_names, fmt, **kw):
 @click.option(
     "--max-gpus",
     type=click.IntRange(1, 4096),
-    default=64,
-    show_default=True,
-    help="Most GPUs per replica to try.",
+    help="Most GPUs per replica to try [default: 64; 8 for the families served in batches].",
 )
+@family_options
 @TABLE_JSON_CSV
 @click.pass_context
 @friendly_errors
 def fit_cmd(ctx, model_name, model_config, gpu_names, fmt, **kw):
     """The smallest configuration that holds the model: for every GPU type, the fewest GPUs
     (and split) that hold the weights and --users sequences, with the largest batch that
-    fits and the speed there, cheapest first. Exit 1 when no GPU type holds it."""
+    fits and the speed there, cheapest first. A diffusion, speech, encoder, VLA or world
+    model: the fewest GPUs of a TP replica that hold it at batch 1, its largest batch and its
+    rate there. Exit 1 when no GPU type holds it."""
     from ..minimum import minimum_fit
     from ..render.sizing import fit_text
 
+    fam = {k: kw.pop(k) for k in FAMILY_KEYS}
     weights, kv, engine = kw.pop("weights"), kw.pop("kv"), engine_of(kw)
     names = None  # every GPU type
     if gpu_names is not None:  # given: it must name one (as `scaling` has it)
         names = [g.strip() for g in gpu_names.split(",") if g.strip()]
         if not names:
             raise click.BadParameter("names no GPU type", param_hint="--gpu")
+    model = model_of(model_name, model_config)
+    if batch_family(model, presets_of(ctx)):
+        return _family_fit(ctx, model, weights, engine, names, fam, kw, fmt)
+    refuse_given(
+        ctx,
+        FAMILY_KEYS,
+        f"is an option of the other families' models; '{model}' is a language model",
+    )
     r = minimum_fit(
-        model_of(model_name, model_config),
+        model,
         input_tokens=kw["input_tokens"],
         output_tokens=kw["output_tokens"],
         users=kw["users"],
@@ -223,10 +240,36 @@ def fit_cmd(ctx, model_name, model_config, gpu_names, fmt, **kw):
         kv=kv,
         engine=engine,
         gpus=names,
-        max_gpus=kw["max_gpus"],
+        max_gpus=kw["max_gpus"] or 64,
         presets=presets_of(ctx),
     )
     _emit(ctx, r, fmt, fit_text)
+    if not collecting(ctx) and not any(f.fits for f in r.by_gpu):
+        click.echo("no GPU type holds it: see the reasons above", err=True)
+        sys.exit(EXIT_INFEASIBLE)
+
+
+def _family_fit(ctx, model, weights, engine, names, fam: dict, kw: dict, fmt: str) -> None:
+    """`planner fit` on a model of the families served in batches."""
+    from ..family_fit import DEFAULT_MAX_GPUS, family_fit
+    from ..render.sizing import family_fit_text
+
+    refuse_given(
+        ctx,
+        ("users", "output_tokens", "kv", *KNOBS, "images", "image_resolution"),
+        f"applies to language models: '{model}' is held at batch 1",
+    )
+    update = {"input_tokens": kw["input_tokens"]} if given(ctx, "input_tokens") else {}
+    r = family_fit(
+        model,
+        weights=weights,
+        family=family_from(fam).model_copy(update=update),
+        engine=engine if isinstance(engine, str) else None,
+        gpus=names,
+        max_gpus=kw["max_gpus"] or DEFAULT_MAX_GPUS,
+        presets=presets_of(ctx),
+    )
+    _emit(ctx, r, fmt, family_fit_text)
     if not collecting(ctx) and not any(f.fits for f in r.by_gpu):
         click.echo("no GPU type holds it: see the reasons above", err=True)
         sys.exit(EXIT_INFEASIBLE)

@@ -224,3 +224,48 @@ def fit_text(r) -> str:
         lines += ["", f"no fit up to {r.max_gpus} GPUs per replica:"]
         lines += [f"  {f.gpu}: {f.why_not}" for f in misses]
     return "\n".join(lines)
+
+
+def family_fit_text(r) -> str:
+    """``planner fit`` on a model of the families served in batches."""
+    rate = r.rate_key.replace("_", " ")
+    head = (
+        f"{r.labels['model']} ({r.family}), weights {r.weights}: the fewest GPUs of a TP "
+        "replica that hold it at batch 1, cheapest first"
+    )
+    rows = [
+        [
+            f.gpu,
+            f.gpus,
+            f.max_batch,
+            _num(f.memory_gb_per_gpu, ".1f"),
+            _num(f.s_per_batch, ".3g"),
+            _num(f.rate, ".4g"),
+            _num(f.usd_per_hour, ".2f"),
+            _num(f.purchase_usd, ",.0f"),
+        ]
+        for f in r.by_gpu
+        if f.fits
+    ]
+    headers = [
+        "gpu",
+        "GPUs",
+        "max batch",
+        "GB/GPU",
+        "s at batch 1",
+        f"{rate} at max",
+        "$/h",
+        "price $",
+    ]
+    lines = [head, tabulate(rows, headers=headers) if rows else "(none fits)"]
+    if rows:
+        f = next(f for f in r.by_gpu if f.fits)
+        lines.append(
+            f"\nminimum GPU: {f.gpus}x {f.gpu} (TP{f.gpus}), max batch {f.max_batch}, "
+            f"{f.rate:.4g} {rate} there"
+        )
+    misses = [f for f in r.by_gpu if not f.fits]
+    if misses:
+        lines.append("\ndo not hold it:")
+        lines += [f"  {f.gpu}: {f.why_not}" for f in misses]
+    return "\n".join(lines)
