@@ -362,19 +362,23 @@ def test_a_family_model_shows_its_own_units(page, server):
 
 
 def test_a_family_model_hides_the_language_model_checks(page, server):
-    """Saturation, scaling and minimum GPU take text language models: switching to a
-    diffusion model hides them (no language model's numbers left beside its estimate)."""
+    """Saturation and scaling take text language models: switching to a diffusion model
+    hides them (no language model's numbers left beside its estimate), and the minimum GPU
+    becomes `planner fit` on the diffusion model."""
     page.goto(f"{server}/#model=llama-3.1-8b&gpu=h100-sxm&batch=8")
     page.wait_for_selector('[data-picture="saturation"] polyline', state="attached")
     assert page.locator('[data-picture="saturation"]').is_visible()
     page.select_option('[data-control="model"][data-group="modelling"]', "flux1-dev")
     page.wait_for_selector('[data-metric="images_per_s"]')
-    for sel in (
-        '[data-picture="saturation"]',
-        '[data-picture="scaling"]',
-        '[data-card="minimum-gpu"]',
-    ):
+    for sel in ('[data-picture="saturation"]', '[data-picture="scaling"]'):
         assert not page.locator(sel).is_visible()
+    # the minimum GPU is `planner fit` on the family model
+    page.wait_for_function(
+        "document.querySelector('[data-metric=\"minimum_rate\"]') !== null", timeout=60_000
+    )
+    fit = cli_json("fit", "--model", "flux1-dev")
+    best = next(f for f in fit["by_gpu"] if f["fits"])
+    assert metric(page, "cheapest_fit") == best["gpu"]
     # nor the decode and prefill shares, which only a language model's estimate has
     assert not page.locator('[data-picture="pipe"]').is_visible()
     assert page.locator('[data-picture="memory-box"]').is_visible()

@@ -219,6 +219,9 @@ function syncControls() {
     el.closest(".control").hidden = !!(c.fam && !c.fam.includes(grp));
   }
   $$("[data-llm-only]").forEach((e) => { e.hidden = !TEXT.has(grp); });
+  // the minimum GPU: `planner fit` takes text language models and the families served in
+  // batches, not vision-language models
+  $('[data-card="minimum-gpu"]').hidden = grp === "vlm";
 }
 
 function changed(c, value) {
@@ -291,6 +294,7 @@ function refresh() {
   if (state.tab === "modelling") {
     later("estimate", 20, runEstimate);
     if (TEXT.has(currentGroup())) later("checks", 300, runChecks);
+    else if (currentGroup() !== "vlm") later("checks", 300, runFamilyMinimum);
   } else if (state.tab === "workload") {
     later("solve", 500, runSolve);
   } else {
@@ -331,6 +335,16 @@ async function runEstimate() {
   shareBar($('[data-picture="pipe"]'), s.hbm_bandwidth_in_decode, "HBM");
   shareBar($('[data-picture="die"]'), s.compute_in_prefill, "compute");
   shareBar($('[data-picture="interconnect"]'), s.interconnect_in_decode, e.interconnect || "");
+}
+
+// The other families' one check: the cheapest GPU that holds the model (`planner fit`)
+async function runFamilyMinimum() {
+  const q = modelQuery();
+  for (const k of ["batch", "gpu", "gpus", "tp"]) q.delete(k);
+  const gpu = state.gpu;
+  const r = await call("minimum", "/api/fit?" + q);
+  if (r) drawFamilyMinimum(document, r, gpu);
+  else if (r === null) $('[data-cards="minimum"]').innerHTML = "";
 }
 
 // The three checks, each on its own channel; a newer run (the configuration moved) makes an

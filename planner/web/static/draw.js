@@ -166,6 +166,23 @@ function drawMinimum(root, r, gpu) {
   root.querySelector('[data-cards="minimum"]').innerHTML = cards.join("");
 }
 
+// `planner fit` on a diffusion, speech, encoder, VLA or world model
+function drawFamilyMinimum(root, r, gpu) {
+  const f = r.by_gpu.find((x) => x.gpu === gpu);
+  const best = r.by_gpu.find((x) => x.fits);
+  const rate = r.rate_key.replaceAll("_", " ");
+  const cards = [];
+  if (f) {
+    cards.push(f.fits
+      ? card("minimum_gpus", `fewest ${f.gpu}`, f.gpus, `${f.gpus}x ${f.gpu} (${f.split})`)
+      : card("minimum_gpus", `fewest ${f.gpu}`, null, f.why_not));
+    if (f.fits) cards.push(card("minimum_max_batch", "its max batch", f.max_batch, fmt(f.max_batch)),
+      card("minimum_rate", `its ${rate} there`, f.rate, fmt(f.rate)));
+  }
+  if (best) cards.push(card("cheapest_fit", "cheapest that holds it", best.gpu, `${best.gpus}x ${best.gpu}${best.usd_per_hour ? ", $" + best.usd_per_hour.toFixed(2) + "/h" : ""}`));
+  root.querySelector('[data-cards="minimum"]').innerHTML = cards.join("");
+}
+
 // ---- a plan ----------------------------------------------------------------------------
 // a workload's demand unit (seats for language models; images/s, streams, robots... for the
 // other families), as its plan rows give it
