@@ -14,6 +14,8 @@ from estimator.batch_curves import LATENCY_KEYS, MAX_BATCH, RATE_KEYS, metric_ke
 from estimator.labels import Labelled
 from estimator.parallel import powers_of_two
 
+from .minimum import cheapest_first
+
 DEFAULT_MAX_GPUS = 8  # one node: these families' replicas do not span nodes
 
 
@@ -45,18 +47,6 @@ class FamilyFitResult(Labelled):
 
     def rows(self) -> list[dict]:
         return [asdict(f) for f in self.by_gpu]
-
-
-def _order(f: FamilyFit) -> tuple:
-    """Cheapest first: by rental $/h, then purchase price, then GPU count; no fit last."""
-    inf = float("inf")
-    return (
-        not f.fits,
-        f.usd_per_hour if f.usd_per_hour is not None else inf,
-        f.purchase_usd if f.purchase_usd is not None else inf,
-        f.gpus or 0,
-        f.gpu,
-    )
 
 
 def family_fit(
@@ -130,7 +120,7 @@ def family_fit(
         )
     if first is None:
         raise EstimatorError(f"no GPU and split runs {model}: {out[0].why_not if out else ''}")
-    out.sort(key=_order)
+    out.sort(key=cheapest_first)
     return FamilyFitResult(
         model=first.model,
         family=first.family,

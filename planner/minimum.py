@@ -59,8 +59,9 @@ class FitResult(Labelled):
         return [{k: v for k, v in asdict(f).items() if k != "parallel"} for f in self.by_gpu]
 
 
-def _order(f: MinimumFit) -> tuple:
-    """Cheapest first: by rental $/h, then purchase price, then GPU count; no fit last."""
+def cheapest_first(f) -> tuple:
+    """A fit's place, cheapest first: by rental $/h, then purchase price, then GPU count; no
+    fit last (any row with ``fits``, ``usd_per_hour``, ``purchase_usd``, ``gpus``, ``gpu``)."""
     inf = float("inf")
     return (
         not f.fits,
@@ -144,7 +145,7 @@ def minimum_fit(
                 purchase_usd=acc.price_usd * n if acc.price_usd else None,
             )
         )
-    out.sort(key=_order)
+    out.sort(key=cheapest_first)
     return FitResult(
         model=lm.name,
         input_tokens=input_tokens,

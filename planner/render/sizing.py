@@ -212,12 +212,23 @@ def fit_text(r) -> str:
         "$/h",
         "price $",
     ]
+    return _fit_lines(
+        r,
+        head,
+        rows,
+        headers,
+        lambda f: f"~{f.per_user_tokens_per_s:.0f} tok/s per user at {r.users} user(s)",
+    )
+
+
+def _fit_lines(r, head: str, rows: list, headers: list, speed) -> str:
+    """A fit's table, its minimum GPU (``speed``: what it does there) and the GPU types that
+    hold nothing, with why."""
     lines = [head, tabulate(rows, headers=headers) if rows else "(none fits)"]
     if rows:
         f = next(f for f in r.by_gpu if f.fits)
         lines.append(
-            f"\nminimum GPU: {f.gpus}x {f.gpu} ({f.split}), max batch {f.max_batch}, "
-            f"~{f.per_user_tokens_per_s:.0f} tok/s per user at {r.users} user(s)"
+            f"\nminimum GPU: {f.gpus}x {f.gpu} ({f.split}), max batch {f.max_batch}, {speed(f)}"
         )
     misses = [f for f in r.by_gpu if not f.fits]
     if misses:
@@ -257,15 +268,4 @@ def family_fit_text(r) -> str:
         "$/h",
         "price $",
     ]
-    lines = [head, tabulate(rows, headers=headers) if rows else "(none fits)"]
-    if rows:
-        f = next(f for f in r.by_gpu if f.fits)
-        lines.append(
-            f"\nminimum GPU: {f.gpus}x {f.gpu} (TP{f.gpus}), max batch {f.max_batch}, "
-            f"{f.rate:.4g} {rate} there"
-        )
-    misses = [f for f in r.by_gpu if not f.fits]
-    if misses:
-        lines.append("\ndo not hold it:")
-        lines += [f"  {f.gpu}: {f.why_not}" for f in misses]
-    return "\n".join(lines)
+    return _fit_lines(r, head, rows, headers, lambda f: f"{f.rate:.4g} {rate} there")

@@ -343,7 +343,7 @@ async function runFamilyMinimum() {
   for (const k of ["batch", "gpu", "gpus", "tp"]) q.delete(k);
   const gpu = state.gpu;
   const r = await call("minimum", "/api/fit?" + q);
-  if (r) drawFamilyMinimum(document, r, gpu);
+  if (r) drawMinimum(document, r, gpu);
   else if (r === null) $('[data-cards="minimum"]').innerHTML = "";
 }
 

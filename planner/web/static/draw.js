@@ -151,6 +151,8 @@ function drawScaling(root, r) {
   root.querySelector('[data-note="scaling"]').textContent = lim ? `worth it up to ${lim} GPU(s) on ${r.gpus[0]}` : "does not fit up to 8 GPUs";
 }
 
+// `planner fit`: the fewest GPUs of the chosen type, what it does there, and the cheapest
+// type; a language model's per-user speed, or the other families' rate at the largest batch
 function drawMinimum(root, r, gpu) {
   const f = r.by_gpu.find((x) => x.gpu === gpu);
   const best = r.by_gpu.find((x) => x.fits);
@@ -160,24 +162,9 @@ function drawMinimum(root, r, gpu) {
       ? card("minimum_gpus", `fewest ${f.gpu}`, f.gpus, `${f.gpus}x ${f.gpu} (${f.split})`)
       : card("minimum_gpus", `fewest ${f.gpu}`, null, f.why_not));
     if (f.fits) cards.push(card("minimum_max_batch", "its max batch", f.max_batch, fmt(f.max_batch)),
-      card("minimum_per_user_tokens_per_s", "its per-user speed", f.per_user_tokens_per_s, fmt(f.per_user_tokens_per_s, " tok/s")));
-  }
-  if (best) cards.push(card("cheapest_fit", "cheapest that holds it", best.gpu, `${best.gpus}x ${best.gpu}${best.usd_per_hour ? ", $" + best.usd_per_hour.toFixed(2) + "/h" : ""}`));
-  root.querySelector('[data-cards="minimum"]').innerHTML = cards.join("");
-}
-
-// `planner fit` on a diffusion, speech, encoder, VLA or world model
-function drawFamilyMinimum(root, r, gpu) {
-  const f = r.by_gpu.find((x) => x.gpu === gpu);
-  const best = r.by_gpu.find((x) => x.fits);
-  const rate = r.rate_key.replaceAll("_", " ");
-  const cards = [];
-  if (f) {
-    cards.push(f.fits
-      ? card("minimum_gpus", `fewest ${f.gpu}`, f.gpus, `${f.gpus}x ${f.gpu} (${f.split})`)
-      : card("minimum_gpus", `fewest ${f.gpu}`, null, f.why_not));
-    if (f.fits) cards.push(card("minimum_max_batch", "its max batch", f.max_batch, fmt(f.max_batch)),
-      card("minimum_rate", `its ${rate} there`, f.rate, fmt(f.rate)));
+      r.rate_key
+        ? card("minimum_rate", `its ${r.rate_key.replaceAll("_", " ")} there`, f.rate, fmt(f.rate))
+        : card("minimum_per_user_tokens_per_s", "its per-user speed", f.per_user_tokens_per_s, fmt(f.per_user_tokens_per_s, " tok/s")));
   }
   if (best) cards.push(card("cheapest_fit", "cheapest that holds it", best.gpu, `${best.gpus}x ${best.gpu}${best.usd_per_hour ? ", $" + best.usd_per_hour.toFixed(2) + "/h" : ""}`));
   root.querySelector('[data-cards="minimum"]').innerHTML = cards.join("");
