@@ -63,7 +63,7 @@ function memoryBox(svg, m) {
 function shareBar(svg, share, label) {
   svgReset(svg);
   if (share === undefined || share === null) { el(svg, "text", { x: 10, y: 24 }, "not applicable"); return; }
-  const W = 300, s = Math.max(0, Math.min(1, share));
+  const W = 250, s = Math.max(0, Math.min(1, share));
   el(svg, "rect", { x: 10, y: 10, width: W, height: 20, class: "free" });
   el(svg, "rect", { x: 10, y: 10, width: W * s, height: 20, class: "bar" });
   el(svg, "text", { x: W + 18, y: 25 }, `${(100 * share).toFixed(1)}% ${label}`);
