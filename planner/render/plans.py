@@ -70,6 +70,13 @@ ASSIGN_HEAD = [
 ]
 
 
+def _assign_head(p: Plan) -> list[str]:
+    """The plan's columns: the latency column names a pass only where a row has one."""
+    if any(a.pass_s is not None for a in p.assignments):
+        return ASSIGN_HEAD
+    return [("TTFT (headroom)" if h == "TTFT or pass (headroom)" else h) for h in ASSIGN_HEAD]
+
+
 ORDER_HEAD = ["what", "count", "GPUs", "price", "per year"]
 
 
@@ -108,7 +115,7 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
     p = r.plan
     verb = "buy" if r.basis == "purchase" else "rent"
     out.append(f"Recommendation: {verb} {p.title()}")
-    out.append(tabulate(_assign_rows(p), headers=ASSIGN_HEAD))
+    out.append(tabulate(_assign_rows(p), headers=_assign_head(p)))
     out.append("")
     if p.units and p.units[0]["kind"] != "gpu":
         out.append("Order:")
