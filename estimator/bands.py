@@ -95,22 +95,17 @@ def _at_quantile(f: dict | None, q: float, two_sided: bool = False) -> float:
 # The other families (diffusion, speech, encoders, VLA...): one band per family on the time a
 # pass takes (measured / predicted time, ``family_error_bands`` in calibration.yaml; every
 # rate they report is batch / time, so a rate's band is the inverse). Their metrics by which
-# way they move with time:
-FAMILY_TIMES = {
-    "s_per_batch": "s",
-    "s_per_image": "s",
-    "s_per_video": "s",
-    "latency_ms": "ms",
-    "rtf": "",
-}
-FAMILY_RATES = {
-    "images_per_s": "images/s",
-    "videos_per_hour": "videos/h",
-    "docs_per_s": "docs/s",
-    "clips_per_s": "clips/s",
-    "audio_s_per_s": "audio s/s",
-    "chunks_per_s": "chunks/s",
-}
+# way they move with time (the rates in order of precedence: a family's headline rate is
+# the first it reports):
+FAMILY_TIMES = ("s_per_batch", "s_per_image", "s_per_video", "latency_ms", "rtf")
+FAMILY_RATES = (
+    "images_per_s",
+    "videos_per_hour",
+    "docs_per_s",
+    "clips_per_s",
+    "audio_s_per_s",
+    "chunks_per_s",  # VLA: its robots per replica are those whose chunk meets the period
+)
 
 
 def family_band_factors(family: str) -> dict | None:

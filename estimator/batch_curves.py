@@ -8,21 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .bands import FAMILY_RATES
 from .errors import EstimatorError
 from .families import FamilyEstimate, FamilyOptions
 from .labels import Labelled
 
 MAX_BATCH = 4096  # the ladder stops here: past it every family is long since compute-bound
-# a family's throughput and time per batch, by the first of its metrics these name
-RATE_KEYS = (
-    "images_per_s",
-    "docs_per_s",
-    "audio_s_per_s",
-    "clips_per_s",
-    "videos_per_hour",
-    "chunks_per_s",  # VLA: its robots per replica are those whose chunk meets the period
-)
-LATENCY_KEYS = ("s_per_batch",)
+LATENCY_KEY = "s_per_batch"  # every family's time per batch
 
 
 def batch_ladder(max_batch: int, top: int = MAX_BATCH) -> list[int]:
@@ -52,9 +44,10 @@ class BatchCurve(Labelled):
         return [{"batch": p["batch"], "fits": p["fits"], **p["metrics"]} for p in self.points]
 
 
-def metric_key(metrics: dict, keys: tuple[str, ...]) -> str:
-    """The first of ``keys`` a family estimate's metrics report (its headline rate or time)."""
-    return next((k for k in keys if isinstance(metrics.get(k), int | float)), keys[-1])
+def rate_key(metrics: dict) -> str:
+    """A family estimate's headline rate: the first of :data:`~estimator.bands.FAMILY_RATES`
+    its metrics report."""
+    return next((k for k in FAMILY_RATES if isinstance(metrics.get(k), int | float)), "batch")
 
 
 def batch_curve(
@@ -112,8 +105,8 @@ def batch_curve(
         first.parallel,
         first.weights_format,
         first.max_batch,
-        metric_key(first.metrics, RATE_KEYS),
-        metric_key(first.metrics, LATENCY_KEYS),
+        rate_key(first.metrics),
+        LATENCY_KEY,
         [
             {
                 "batch": b,

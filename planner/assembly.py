@@ -164,25 +164,13 @@ def _breakdown(units, spares, operations: float) -> dict[str, float]:
     return lines
 
 
-def _pass_limit(w, metrics: dict) -> float | None:
-    """The time a family replica's pass is held to: its workload's latency limit, a speech
-    window's max_rtf x its length, or a robot's chunk period."""
-    key = KINDS[w.kind].limit_key
-    if key == "max_rtf":  # a window of audio within max_rtf of its length
-        seconds = metrics.get("audio_seconds")
-        return None if seconds is None else w.max_rtf * seconds
-    if key is not None:
-        return getattr(w, key)
-    return metrics.get("chunk_period_s")
-
-
 def _family_assignments(space: SearchSpace, w, rows, served: int, need: int) -> list[Assignment]:
     d = space.demands[w.name]
     out = []
     for o, n in rows:
         p = o.cand.parallel
         metrics = dict(o.family.metrics) if o.family else {}
-        t, limit = metrics.get("s_per_batch"), _pass_limit(w, metrics)
+        t, limit = metrics.get("s_per_batch"), KINDS[w.kind].pass_limit_s(w, metrics)
         timed = limit is not None and isinstance(t, int | float) and t > 0
         out.append(
             Assignment(

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from estimator import EstimatorError, FamilyOptions, estimate, get_gpu, gpu_catalog
-from estimator.batch_curves import LATENCY_KEYS, MAX_BATCH, RATE_KEYS, metric_key
+from estimator.batch_curves import LATENCY_KEY, MAX_BATCH, rate_key
+from estimator.engines import Engine
 from estimator.labels import Labelled
 from estimator.parallel import powers_of_two
 
@@ -54,7 +55,7 @@ def family_fit(
     *,
     weights: str | None = None,
     family: FamilyOptions | dict | None = None,
-    engine: str | None = None,
+    engine: str | Engine | None = None,
     gpus: list[str] | None = None,
     max_gpus: int = DEFAULT_MAX_GPUS,
     presets: tuple[str, ...] = (),
@@ -102,7 +103,6 @@ def family_fit(
             continue
         tp, e = found
         top = at(acc, tp, min(e.max_batch, MAX_BATCH)) if e.max_batch > 1 else e
-        rate_key = metric_key(e.metrics, RATE_KEYS)
         out.append(
             FamilyFit(
                 gpu=acc.name,
@@ -112,8 +112,8 @@ def family_fit(
                 split=f"TP{tp}",
                 max_batch=e.max_batch,
                 memory_gb_per_gpu=e.memory_gb.total,
-                s_per_batch=e.metrics[metric_key(e.metrics, LATENCY_KEYS)],
-                rate=top.metrics[rate_key],
+                s_per_batch=e.metrics[LATENCY_KEY],
+                rate=top.metrics[rate_key(top.metrics)],
                 usd_per_hour=acc.rental_usd_per_hour * tp if acc.rental_usd_per_hour else None,
                 purchase_usd=acc.price_usd * tp if acc.price_usd else None,
             )
@@ -125,7 +125,7 @@ def family_fit(
         model=first.model,
         family=first.family,
         weights=first.weights_format,
-        rate_key=metric_key(first.metrics, RATE_KEYS),
+        rate_key=rate_key(first.metrics),
         max_gpus=max_gpus,
         by_gpu=out,
         labels={"model": first.labels.get("model", first.model)},

@@ -37,10 +37,19 @@ class WorkloadKind:
     limit_key: str | None = None  # the workload's time limit, named when nothing meets it
     too_slow: str | None = None  # message when nothing keeps up (format keys: w, label, s)
     note: Callable[[Any], str] | None = None  # said once per workload of this kind
+    # the time a replica's pass (``s_per_batch``) is held to, from the workload and the
+    # replica's metrics, where the limit is not a time of the workload's own (``limit_key``)
+    pass_limit: Callable[[Any, dict], float | None] | None = None
 
     @property
     def language_model(self) -> bool:
         return self.capacity is None
+
+    def pass_limit_s(self, w: Any, metrics: dict) -> float | None:
+        """The time a replica's pass is held to (None where the kind has none)."""
+        if self.pass_limit is not None:
+            return self.pass_limit(w, metrics)
+        return getattr(w, self.limit_key) if self.limit_key else None
 
 
 def _square(side: int | None) -> tuple[int, int] | None:
@@ -72,6 +81,8 @@ KINDS: dict[str, WorkloadKind] = {
         speech_capacity,
         "max_rtf",
         note=lambda w: f"workload '{w.name}': {engine_note(w.engine)}",
+        # a window of audio within max_rtf of its length
+        pass_limit=lambda w, m: w.max_rtf * m["audio_seconds"] if "audio_seconds" in m else None,
     ),
     "world_model": WorkloadKind(
         WorldModelWorkload,
@@ -120,6 +131,7 @@ KINDS: dict[str, WorkloadKind] = {
             "takes {ms:.3g} ms per action chunk; lower control_hz, execute more steps per "
             "chunk, or use fewer flow steps"
         ),
+        pass_limit=lambda w, m: m.get("chunk_period_s"),  # its chunk within the period
     ),
 }
 

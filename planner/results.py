@@ -43,7 +43,8 @@ class Assignment:
     unit: str = "seats"  # what seats_* count for this workload (docs/s, streams, clips/s)
     metrics: dict = field(default_factory=dict)  # family metrics at the capacity point
     # the other families: a replica's time per batch at its capacity point, the time limit
-    # it is held to (the workload's latency limit, a robot's chunk period) and the headroom
+    # it is held to (the workload's latency limit, a speech window's max_rtf x its length,
+    # a robot's chunk period: planner.kinds) and the headroom
     pass_s: float | None = None
     pass_limit_s: float | None = None
     pass_headroom_pct: float | None = None

@@ -327,24 +327,7 @@ replica_options = _apply(_MODEL_OPTIONS + _SPLIT_OPTIONS + _FORMAT_OPTIONS)
 serving_options = _apply(_SERVING_OPTIONS)  # think time, prefix cache, chunking, speculation
 family_options = _apply(_FAMILY_OPTIONS)  # the non-LLM families' workload options
 # the family options by their parameter names
-FAMILY_KEYS = (
-    "audio_seconds",
-    "beam",
-    "frames",
-    "resolution",
-    "horizon",
-    "samples",
-    "images",
-    "image_resolution",
-    "steps",
-    "guidance",
-    "fast_accum",
-    "offload",
-    "cameras",
-    "action_horizon",
-    "flow_steps",
-    "control_hz",
-)
+FAMILY_KEYS = tuple(p.name for p in family_options(lambda: None).__click_params__)
 
 
 def batch_family(model: str, presets: tuple[str, ...]) -> bool:
@@ -376,8 +359,8 @@ def refuse_given(ctx: click.Context, names: tuple[str, ...], why: str) -> None:
     """Bad input where the user set any of ``names`` (parameter names): ``--flag`` + why."""
     name = next((k for k in names if given(ctx, k)), None)
     if name is not None:
-        flag = {"users_list": "users", "at_users": "at"}.get(name, name).replace("_", "-")
-        raise EstimatorError(f"--{flag} {why}")
+        flag = next(p.opts[0] for p in ctx.command.params if p.name == name)
+        raise EstimatorError(f"{flag} {why}")
 
 
 FORMAT = click.option(

@@ -264,7 +264,7 @@ def _family_fit(ctx, model, weights, engine, names, fam: dict, kw: dict, fmt: st
         model,
         weights=weights,
         family=family_from(fam).model_copy(update=update),
-        engine=engine if isinstance(engine, str) else None,
+        engine=engine,
         gpus=names,
         max_gpus=kw["max_gpus"] or DEFAULT_MAX_GPUS,
         presets=presets_of(ctx),

@@ -58,23 +58,19 @@ def _assign_rows(p: Plan) -> list[list]:
     return rows
 
 
-ASSIGN_HEAD = [
-    "workload",
-    "replicas x GPUs",
-    "split, weights",
-    "served/needed",
-    "TTFT or pass (headroom)",
-    "tok/s/user (headroom)",
-    "limit",
-    "bottleneck",
-]
-
-
 def _assign_head(p: Plan) -> list[str]:
     """The plan's columns: the latency column names a pass only where a row has one."""
-    if any(a.pass_s is not None for a in p.assignments):
-        return ASSIGN_HEAD
-    return [("TTFT (headroom)" if h == "TTFT or pass (headroom)" else h) for h in ASSIGN_HEAD]
+    passes = any(a.pass_s is not None for a in p.assignments)
+    return [
+        "workload",
+        "replicas x GPUs",
+        "split, weights",
+        "served/needed",
+        "TTFT or pass (headroom)" if passes else "TTFT (headroom)",
+        "tok/s/user (headroom)",
+        "limit",
+        "bottleneck",
+    ]
 
 
 ORDER_HEAD = ["what", "count", "GPUs", "price", "per year"]

@@ -467,21 +467,12 @@ async function runCurve() {
   ].join("");
 }
 
-// The other families (and vision-language models, whose images ride in every request): one
-// replica's latency and throughput against its batch, each point `planner estimate --batch B`.
-const RATES = ["images_per_s", "docs_per_s", "audio_s_per_s", "clips_per_s", "videos_per_hour", "robots_per_replica", "output_tokens_per_s"];
-const LATENCIES = ["s_per_batch", "e2e_latency_s"];
-const pick = (e, keys) => keys.find((k) => typeof (e.metrics || {})[k] === "number" || typeof e[k] === "number");
-const value = (e, k) => (e.metrics && typeof e.metrics[k] === "number" ? e.metrics[k] : e[k]);
-
-// the families served in batches: their curve is `planner curve` itself, one call
-async function runFamilyCurve() {
-  const q = modelQuery();
-  q.delete("batch");
-  const c = await call("curve", "/api/curve?" + q);
-  if (!c) return;
+// The other families and vision-language models: one replica's latency and throughput
+// against its batch, each point `planner estimate --batch B` (`c`: the shape of
+// `planner curve` on a family model: max_batch, rate_key, latency_key, points)
+function drawBatchCurve(c, caption) {
   const rate = c.rate_key, lat = c.latency_key, pts = c.points;
-  $('[data-caption="curve"]').textContent = "Latency and throughput of one replica against its batch (`planner curve`: each point is `planner estimate --batch B`)";
+  $('[data-caption="curve"]').textContent = caption;
   chart($('[data-picture="curve"]'), {
     xs: pts.map((p) => p.batch), xlabel: "batch", ylabel: `${lat} s`, y2label: rate,
     series: [
@@ -497,6 +488,14 @@ async function runFamilyCurve() {
     card(`${rate}@max`, `${rate.replaceAll("_", " ")} at batch ${last.batch}`, last.metrics[rate], fmt(last.metrics[rate]), bandText(last.bands[rate])),
     card(`${lat}@max`, `${lat.replaceAll("_", " ")} there`, last.metrics[lat], fmt(last.metrics[lat], " s")),
   ].join("");
+}
+
+// the families served in batches: their curve is `planner curve` itself, one call
+async function runFamilyCurve() {
+  const q = modelQuery();
+  q.delete("batch");
+  const c = await call("curve", "/api/curve?" + q);
+  if (c) drawBatchCurve(c, "Latency and throughput of one replica against its batch (`planner curve`: each point is `planner estimate --batch B`)");
 }
 
 // vision-language models: each point `planner estimate --batch B` (their images ride in
@@ -518,24 +517,12 @@ async function runBatchCurve() {
     if (n !== seq.curve) return;  // the view moved on
     points.push(r.ok ? await r.json() : null);
   }
-  const rate = pick(first, RATES) || "batch", lat = pick(first, LATENCIES) || "s_per_batch";
-  $('[data-caption="curve"]').textContent = "Latency and throughput of one replica against its batch (each point is `planner estimate --batch B`)";
-  const ok = points.map((p, i) => [batches[i], p]).filter(([, p]) => p);
-  chart($('[data-picture="curve"]'), {
-    xs: ok.map(([b]) => b), xlabel: "batch", ylabel: `${lat} s`, y2label: rate,
-    series: [
-      { ys: ok.map(([, p]) => value(p, lat)), label: `${lat.replaceAll("_", " ")}`, axis: 1 },
-      { ys: ok.map(([, p]) => value(p, rate)), label: `${rate.replaceAll("_", " ")}`, axis: 2 },
-    ],
-    marks: [{ x: first.max_batch, label: "memory limit" }],
-  });
-  const last = ok[ok.length - 1][1];
-  $('[data-cards="curve"]').innerHTML = [
-    card("max_batch", "largest batch that fits", first.max_batch, fmt(first.max_batch)),
-    card(rate, `${rate.replaceAll("_", " ")} at batch 1`, value(first, rate), fmt(value(first, rate))),
-    card(`${rate}@max`, `${rate.replaceAll("_", " ")} at batch ${ok[ok.length - 1][0]}`, value(last, rate), fmt(value(last, rate))),
-    card(`${lat}@max`, `${lat.replaceAll("_", " ")} there`, value(last, lat), fmt(value(last, lat), " s")),
-  ].join("");
+  const rate = "output_tokens_per_s", lat = "e2e_latency_s";
+  drawBatchCurve({
+    max_batch: first.max_batch, rate_key: rate, latency_key: lat,
+    points: points.map((p, i) => [batches[i], p]).filter(([, p]) => p)
+      .map(([b, p]) => ({ batch: b, metrics: { [rate]: p[rate], [lat]: p[lat] }, bands: {} })),
+  }, "Latency and throughput of one replica against its batch (each point is `planner estimate --batch B`)");
 }
 
 // ---- tabs and start-up -----------------------------------------------------------------
