@@ -11,7 +11,7 @@ import numpy as np
 from estimator.bands import model_class, regime
 
 from .cases import Case
-from .family_cases import METRICS, TIME_METRICS
+from .family_cases import time_ratio
 
 MIN_ROWS = 20  # rows a group needs for its own band; thinner groups use the metric's band
 QUANTILES = (5, 10, 25, 50, 75, 90, 95)
@@ -59,18 +59,6 @@ def error_bands(cases: list[Case], cv_pred: np.ndarray) -> dict:
 # a non-LLM family's own band needs this many rows (its p10 and p90 then rest on one row at
 # least); thinner families use the band of every family's rows together
 FAMILY_MIN_ROWS = 10
-
-
-def time_ratio(metric: str, measured: float, predicted: float | None) -> float | None:
-    """A family row's measured / predicted *time* (a rate's inverse ratio), or None where the
-    row times nothing (memory) or has no prediction."""
-    if not predicted or not measured > 0 or not predicted > 0:
-        return None
-    if metric in TIME_METRICS:
-        return measured / predicted
-    if metric in METRICS or metric == "steps_per_s":
-        return predicted / measured
-    return None
 
 
 def family_error_bands(rows) -> dict:

@@ -63,6 +63,18 @@ METRICS = {
 TIME_METRICS = {"rtf", "s_per_image", "s_per_video", "latency_ms_per_chunk", "wall_time_s"}
 
 
+def time_ratio(metric: str, measured: float, predicted: float | None) -> float | None:
+    """A row's measured / predicted *time* (a rate's inverse ratio), or None where the row
+    times nothing (memory) or has no prediction."""
+    if not predicted or not measured > 0 or not predicted > 0:
+        return None
+    if metric in TIME_METRICS:
+        return measured / predicted
+    if metric in METRICS or metric == "steps_per_s":
+        return predicted / measured
+    return None
+
+
 def source_key(source: str) -> str:
     """A row's source as a repository or site (``owner/repo:path (section)`` -> ``owner/repo``),
     the unit left out together in cross-validation."""

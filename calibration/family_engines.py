@@ -23,7 +23,14 @@ import numpy as np
 from estimator import EstimatorError
 from estimator.families.asr import HOST_FITTED
 
-from .family_cases import TIME_METRICS, FamilyRow, estimate_case, metric_value, source_key
+from .family_cases import (
+    TIME_METRICS,
+    FamilyRow,
+    estimate_case,
+    metric_value,
+    source_key,
+    time_ratio,
+)
 
 
 @dataclass(frozen=True)
@@ -52,7 +59,9 @@ def engine_runs(cases: list[tuple[int, dict, dict]]) -> list[EngineRun]:
         except (EstimatorError, KeyError, ValueError, TypeError):
             continue
         m, meas = e.metrics, float(case["value"])
-        ratio = meas / pred if case["metric"] in TIME_METRICS else pred / meas
+        ratio = time_ratio(case["metric"], meas, pred)
+        if ratio is None:
+            continue
         out.append(
             EngineRun(
                 number,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from calibration.bands import FAMILY_MIN_ROWS, family_error_bands, time_ratio
-from calibration.family_cases import FamilyRow
+from calibration.bands import FAMILY_MIN_ROWS, family_error_bands
+from calibration.family_cases import FamilyRow, time_ratio
 from estimator import Parallel, get_gpu
 from estimator.bands import family_band_factors, family_time_factor
 from estimator.efficiency import calibration
