@@ -215,7 +215,7 @@ def _run_backend(
     presets: tuple[str, ...],
 ) -> Iterator[SweepPoint]:
     """Points as they finish: in this process, on ``jobs`` local processes (this one and
-    ``jobs − 1`` joblib/loky workers), or on a Dask scheduler (``cluster``: an address, or
+    ``jobs − 1`` workers: forks, or loky's), or on a Dask scheduler (``cluster``: an address, or
     "local" for a local cluster), in :func:`blocks` so each process reuses its capacities."""
     if cluster:
         yield from _dask(todo, cluster, jobs, scenario, presets)
@@ -230,9 +230,10 @@ def _local(
     todo: list[tuple[int, dict]], jobs: int, scenario: str, presets: tuple[str, ...]
 ) -> Iterator[SweepPoint]:
     """``jobs`` processes take blocks from one queue as each comes free: this one (its
-    modules loaded, its caches warm: it starts at once) and ``jobs − 1`` workers of joblib's
-    loky executor (each first starts an interpreter and imports the planner, about a second
-    and a half; joblib's own Parallel would run a single worker's tasks in this process)."""
+    modules loaded: it starts at once) and ``jobs − 1`` workers (:mod:`planner.workers`:
+    forks of this one on Linux, joblib's loky processes elsewhere; joblib's own Parallel
+    would run a single worker's tasks in this process)."""
+    from .workers import done_with
     from .workers import executor as local_executor
 
     work = deque(blocks(todo, 4 * jobs))  # a few blocks each: whoever is free takes the next
@@ -242,7 +243,7 @@ def _local(
     def take():
         return work.popleft() if work else None
 
-    executor = local_executor(jobs)  # started early by the command line (workers.prestart)
+    executor = local_executor(jobs)  # loky's started early by the command line (prestart)
     running = 0
 
     def submit() -> bool:
@@ -266,13 +267,16 @@ def _local(
             running += submit()  # the worker that finished takes the next block
             yield from item
 
-    for _ in range(jobs - 1):
-        running += submit()
-    while (b := take()) is not None:
-        for i, pt in b:
-            yield solve_point(scenario, i, pt, presets)
-            yield from collect(block=False)
-    yield from collect(block=True)
+    try:
+        for _ in range(jobs - 1):
+            running += submit()
+        while (b := take()) is not None:
+            for i, pt in b:
+                yield solve_point(scenario, i, pt, presets)
+                yield from collect(block=False)
+        yield from collect(block=True)
+    finally:
+        done_with(executor)
 
 
 def _dask(

@@ -1,22 +1,69 @@
-"""The local worker processes of a sweep (joblib's loky executor), kept apart from the
-solver so the command line can start them before it loads the planner itself."""
+"""The local worker processes of a sweep, kept apart from the solver so the command line
+can start them before it loads the planner itself.
+
+On Linux the workers are forks of this process, made when the sweep starts: each begins
+with the planner imported and the scenario loaded, in about a hundredth of a second. Where
+forking is not the platform's way (macOS, Windows) they are joblib's loky processes, each
+of which starts an interpreter and imports the planner (about half a second), so the
+command line starts them early (:func:`prestart`) to overlap its own imports."""
 
 from __future__ import annotations
 
+import multiprocessing
+import sys
+import threading
+from concurrent.futures import Executor, ProcessPoolExecutor
 
-def executor(jobs: int):
-    """The reusable executor of ``jobs − 1`` worker processes (this process is the other)."""
+
+def forks() -> bool:
+    """Whether sweep workers are forks of this process: on Linux, where ``fork`` is the
+    platform's own way to start a process and copies this one's loaded modules as they are
+    (macOS has it but its system libraries are not safe to use after it), and only while
+    this process runs one thread (a fork copies only the thread that calls it, so a lock
+    another thread holds, in a notebook's kernel or a web server, would never be freed)."""
+    return (
+        sys.platform.startswith("linux")
+        and "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+    )
+
+
+def executor(jobs: int) -> Executor:
+    """An executor of ``jobs − 1`` worker processes (this process is the other): a fresh
+    pool of forks (the caller shuts it down with :func:`done_with`: a fork copies this
+    process as it is now, so a later sweep forks again), or loky's reusable executor."""
+    if forks():
+        return _Forks(jobs - 1, mp_context=multiprocessing.get_context("fork"))
+    return _loky(jobs)
+
+
+class _Forks(ProcessPoolExecutor):
+    """A pool of forks (made all at once, before the pool starts its own thread)."""
+
+
+def done_with(pool: Executor) -> None:
+    """Stop a pool of forks once the sweep has its rows (loky's stays for :func:`release`)."""
+    if isinstance(pool, _Forks):
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+_LOKY_JOBS: set[int] = set()  # the loky executors this process has started, by jobs
+
+
+def _loky(jobs: int) -> Executor:
     from joblib.externals.loky import get_reusable_executor
 
+    _LOKY_JOBS.add(jobs)
     return get_reusable_executor(max_workers=jobs - 1)
 
 
 def prestart(jobs: int) -> None:
-    """Start the workers now and have them import the solver: a worker's interpreter start
-    and imports (about a second) then overlap this process's own, instead of following
-    them. The sweep later takes the same executor (``executor``) with its workers ready."""
-    if jobs > 1:
-        executor(jobs).submit(_warm)
+    """Start loky's workers now and have them import the solver: a worker's interpreter
+    start and imports then overlap this process's own, instead of following them. The
+    sweep later takes the same executor with its workers ready. Forks need no head start:
+    they are made from this process once it has loaded everything."""
+    if jobs > 1 and not forks():
+        _loky(jobs).submit(_warm)
 
 
 def _warm() -> None:
@@ -27,7 +74,9 @@ def _warm() -> None:
 
 
 def release(jobs: int) -> None:
-    """Stop the workers now, without waiting for each to wind its interpreter down (a
+    """Stop loky's workers now, without waiting for each to wind its interpreter down (a
     command that exits next would otherwise wait about a fifth of a second for them)."""
-    if jobs > 1:
-        executor(jobs).shutdown(wait=True, kill_workers=True)
+    if jobs in _LOKY_JOBS:
+        _LOKY_JOBS.discard(jobs)
+        _loky(jobs).shutdown(wait=True, kill_workers=True)
+        _LOKY_JOBS.discard(jobs)

@@ -44,19 +44,26 @@ def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
-def test_rows_are_identical_whatever_the_backend(scenario, tmp_path):
+def test_rows_are_identical_whatever_the_backend(scenario, tmp_path, monkeypatch):
+    import planner.workers
+
     texts = {}
     for name, kw in {
         "serial": {},
-        "joblib": {"jobs": 2},
+        "forks": {"jobs": 2},
+        "loky": {"jobs": 2},
         "dask": {"cluster": "local", "jobs": 2},
     }.items():
+        # the local workers: forks of this process on Linux, loky's processes elsewhere
+        forks = name == "forks" and planner.workers.forks()
+        monkeypatch.setattr(planner.workers, "forks", lambda f=forks: f)
         out = tmp_path / f"{name}.csv"
         s = sweep(scenario, SETS, out=out, **kw)
+        planner.workers.release(kw.get("jobs", 1))
         texts[name] = out.read_text()
         assert not (tmp_path / f"{name}.csv.partial").exists()
         assert [p.index for p in s.points] == list(range(6))
-    assert texts["serial"] == texts["joblib"] == texts["dask"]
+    assert texts["serial"] == texts["forks"] == texts["loky"] == texts["dask"]
     rows = list(csv.DictReader(io.StringIO(texts["serial"])))
     assert [int(r["point"]) for r in rows] == sorted(int(r["point"]) for r in rows)
     assert {r["workloads.chat.users"] for r in rows} == {"100", "400", "1600"}
