@@ -128,7 +128,7 @@ def compare_cmd(ctx, scenario_file, by, fmt, out):
     type=click.IntRange(1, 1024),
     default=1,
     show_default=True,
-    help="Local processes solving points in parallel (joblib).",
+    help="Local processes solving points in parallel (this one and N-1 workers).",
 )
 @click.option(
     "--cluster",
@@ -153,7 +153,7 @@ def sweep_cmd(ctx, scenario_file, sets, samples, seed, jobs, cluster, resume, fm
     if cluster is None:
         from ..workers import prestart
 
-        prestart(jobs)  # the workers import the planner while this process does
+        prestart(jobs)  # loky's workers import the planner while this process does
     from ..render.plans import sweep_table
     from ..sweep import parse_sets, sweep
 
