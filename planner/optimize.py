@@ -220,6 +220,9 @@ def _solver(model, work_limit: float, workloads: int = 1, one_type: bool = False
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     solver.parameters.max_deterministic_time = work_limit
+    # Ctrl-C stops the command, not just the search: CP-SAT would otherwise take it, stop
+    # early and hand back a plan that is not the cheapest (a sweep would write it as a row)
+    solver.parameters.catch_sigint_signal = False
     # these models are small (tens of options, a few unit kinds): presolve, symmetry detection
     # and probing cost more than they find (a catalogue-wide model solves about 2.5x faster)
     solver.parameters.cp_model_presolve = False

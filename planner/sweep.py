@@ -17,9 +17,10 @@ import sys
 import time
 from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import BrokenExecutor
 from pathlib import Path
 
-from .errors import ScenarioError
+from .errors import ScenarioError, SweepStopped
 from .results import PLAN_ROW_FIELDS, Sweep, SweepPoint, ranked_rows, result_json
 from .scenario import load_scenario, validate_scenario
 from .solve import plan_scenario
@@ -262,6 +263,11 @@ def _local(
             except queue.Empty:
                 return
             running -= 1
+            if isinstance(item, BrokenExecutor):  # a worker died: no traceback of ours
+                raise SweepStopped(
+                    "a sweep worker stopped before its points were solved (interrupted, or "
+                    "killed, e.g. for memory)"
+                ) from None
             if isinstance(item, BaseException):
                 raise item
             running += submit()  # the worker that finished takes the next block
@@ -275,8 +281,10 @@ def _local(
                 yield solve_point(scenario, i, pt, presets)
                 yield from collect(block=False)
         yield from collect(block=True)
-    finally:
-        done_with(executor)
+    except BaseException:
+        done_with(executor, stopped=True)
+        raise
+    done_with(executor)
 
 
 def _dask(
@@ -451,13 +459,21 @@ def sweep(
                 raise ScenarioError(f"cannot write {partial}: {e.strerror or e}") from None
             put(sink, keep)
             put(log, stamp + "\n" + "".join(f"{i} {len(done[i])}\n" for i in sorted(done)))
-        for pt in _run_backend(todo, jobs, cluster, scenario, presets):
-            results[pt.index] = pt
-            if sink is not None:
-                put(sink, _csv_text(pt.rows, fields, header=False))
-                put(log, f"{pt.index} {len(pt.rows)}\n")  # only once its rows are written
-            if bar:
-                bar.step()
+        try:
+            for pt in _run_backend(todo, jobs, cluster, scenario, presets):
+                results[pt.index] = pt
+                if sink is not None:
+                    put(sink, _csv_text(pt.rows, fields, header=False))
+                    put(log, f"{pt.index} {len(pt.rows)}\n")  # only once its rows are written
+                if bar:
+                    bar.step()
+        except SweepStopped as e:
+            where = (
+                f"; the points solved whole are in {partial}: --resume finishes it"
+                if partial
+                else ""
+            )
+            raise SweepStopped(f"{e}{where}") from None
     finally:
         for f in (sink, log):
             if f is not None:

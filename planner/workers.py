@@ -41,10 +41,16 @@ class _Forks(ProcessPoolExecutor):
     """A pool of forks (made all at once, before the pool starts its own thread)."""
 
 
-def done_with(pool: Executor) -> None:
-    """Stop a pool of forks once the sweep has its rows (loky's stays for :func:`release`)."""
-    if isinstance(pool, _Forks):
-        pool.shutdown(wait=True, cancel_futures=True)
+def done_with(pool: Executor, stopped: bool = False) -> None:
+    """Stop a pool of forks once the sweep has its rows (loky's stays for :func:`release`);
+    ``stopped``: the sweep ends early (an error, Ctrl-C): its workers are ended now rather
+    than left to finish the points they hold."""
+    if not isinstance(pool, _Forks):
+        return
+    if stopped:
+        for proc in list((pool._processes or {}).values()):  # the stdlib has no kill call
+            proc.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 _LOKY_JOBS: set[int] = set()  # the loky executors this process has started, by jobs

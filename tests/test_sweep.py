@@ -114,6 +114,47 @@ def test_an_interrupted_sweep_resumes_to_the_same_csv(scenario, tmp_path):
     assert r.exit_code == 2 and "cannot write" in r.output
 
 
+@pytest.mark.skipif(
+    not __import__("planner.workers").workers.forks(), reason="workers are forks on Linux only"
+)
+def test_a_worker_that_dies_stops_the_sweep_with_its_resume_hint(scenario, tmp_path, monkeypatch):
+    """A worker killed mid-sweep (as for memory) ends the sweep with a clear error naming the
+    partial file, not a traceback; --resume then finishes it to the serial sweep's CSV."""
+    import importlib
+    import os
+
+    from planner.errors import SweepStopped
+
+    sw = importlib.import_module("planner.sweep")  # the module (planner.sweep is the function)
+
+    parent, real = os.getpid(), sw.solve_points
+
+    def dies_in_a_worker(*a, **kw):  # a fork runs this copy: it dies as a killed process does
+        if os.getpid() != parent:
+            os._exit(137)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(sw, "solve_points", dies_in_a_worker)
+    out = tmp_path / "s.csv"
+    with pytest.raises(SweepStopped, match=r"s\.csv\.partial: --resume finishes it"):
+        sweep(scenario, SETS, out=out, jobs=2)
+    assert (tmp_path / "s.csv.partial").exists() and not out.exists()
+    monkeypatch.setattr(sw, "solve_points", real)
+    sweep(scenario, SETS, out=out, jobs=2, resume=True)
+    ref = tmp_path / "ref.csv"
+    sweep(scenario, SETS, out=ref)
+    assert out.read_text() == ref.read_text()
+
+
+def test_ctrl_c_is_not_taken_by_the_search():
+    """CP-SAT would catch SIGINT, stop early and return a plan that is not the cheapest: the
+    planner's solver leaves Ctrl-C to the command."""
+    from planner import cpsat
+    from planner.optimize import _solver
+
+    assert _solver(cpsat.new_model(), 1.0).parameters.catch_sigint_signal is False
+
+
 def test_monte_carlo_samples_are_seeded_and_summarised(tmp_path):
     p = tmp_path / "u.yaml"
     p.write_text(SCENARIO.format(users="{dist: lognormal, median: 800, sigma: 0.5}"))

@@ -154,21 +154,26 @@ def sweep_cmd(ctx, scenario_file, sets, samples, seed, jobs, cluster, resume, fm
         from ..workers import prestart
 
         prestart(jobs)  # loky's workers import the planner while this process does
+    from ..errors import SweepStopped
     from ..render.plans import sweep_table
     from ..sweep import parse_sets, sweep
 
-    s = sweep(
-        scenario_file,
-        parse_sets(sets),
-        presets_of(ctx),
-        jobs=jobs,
-        cluster=cluster,
-        out=out,
-        resume=resume,
-        samples=samples,
-        seed=seed,
-        progress=True,
-    )
+    try:
+        s = sweep(
+            scenario_file,
+            parse_sets(sets),
+            presets_of(ctx),
+            jobs=jobs,
+            cluster=cluster,
+            out=out,
+            resume=resume,
+            samples=samples,
+            seed=seed,
+            progress=True,
+        )
+    except SweepStopped as e:  # stopped, as Ctrl-C is: exit 1 (its progress line ended)
+        click.echo(("\n" if sys.stderr.isatty() else "") + f"error: {e}", err=True)
+        sys.exit(1)
     if cluster is None:
         from ..workers import release
 
