@@ -294,7 +294,7 @@ def _dask(
     scenario: str,
     presets: tuple[str, ...],
 ) -> Iterator[SweepPoint]:
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import Client, KilledWorker, LocalCluster, as_completed
 
     local = None
     try:
@@ -320,7 +320,13 @@ def _dask(
         work = blocks(todo, workers)
         futures = [client.submit(solve_points, scenario, b, presets, pure=False) for b in work]
         for fut in as_completed(futures):
-            yield from fut.result()
+            try:
+                rows = fut.result()
+            except KilledWorker:  # Dask retried the block on other workers; each died
+                raise SweepStopped(
+                    "the Dask workers solving a block of points died (killed, e.g. for memory)"
+                ) from None
+            yield from rows
     finally:
         client.close()
         if local is not None:
