@@ -14,6 +14,7 @@ from .fit import Batch, cross_validate, error_pct, finite, summarise
 from .memory import memory_check, memory_summary
 from .params import current_params
 from .scoring import score
+from .ttft_cycle import cycle_shares, share_note, share_table
 
 
 @dataclass
@@ -90,10 +91,11 @@ def row_records(rep: Report) -> list[dict]:
     return out
 
 
-def _why(c: Case, err: float) -> str:
-    """A short, automatic reading of why a row misses (where a known effect applies)."""
+def _why(c: Case, err: float, share: float | None = None) -> str:
+    """A short, automatic reading of why a row misses (where a known effect applies);
+    ``share``: a closed-loop TTFT's share of its client's measured cycle (ttft_cycle)."""
     notes = c.row.get("notes", "")
-    reasons = []
+    reasons = [share_note(share)] if share is not None and share_note(share) else []
     if "QUEUEING-DOMINATED" in notes:
         reasons.append("TTFT at saturation is queueing for memory slots (lockstep waves)")
     if c.kind == "offline" and c.batch >= 2048:
@@ -108,6 +110,37 @@ def _why(c: Case, err: float) -> str:
     if not reasons:
         reasons.append("over-predicted" if err > 0 else "under-predicted")
     return "; ".join(reasons)
+
+
+def _cycle_section(cases: list[Case], err: np.ndarray) -> list[str]:
+    """Closed-loop TTFT by its share of the client's cycle (:mod:`calibration.ttft_cycle`)."""
+    from tabulate import tabulate
+
+    rows = share_table(cases, err)
+    if not rows:
+        return []
+    return [
+        "### Closed-loop TTFT by its share of a client's cycle",
+        "",
+        "A closed-loop client sends its next prompt when its answer ends: its cycle is TTFT "
+        "plus decode, and the run's output tokens/s measure it (clients x output tokens / "
+        "tokens/s). Where TTFT is a small share of the cycle, the decode sets the run's rate "
+        "and the TTFT is how the harness's prompts queue behind each other's prefills; the "
+        "rows seldom say. Closed-loop TTFT rows whose run also publishes its throughput, with "
+        "the same error as above (cross-validated where it is):",
+        "",
+        tabulate(
+            rows,
+            headers=[
+                "TTFT / cycle",
+                "TTFT rows",
+                "TTFT median abs. error",
+                "their runs' throughput median abs. error",
+            ],
+            tablefmt="github",
+        ),
+        "",
+    ]
 
 
 def _fmt_stats(s: dict | None) -> list[str]:
@@ -182,6 +215,7 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         "Cross-validated error. 'Why' lists the known effects that apply to the row.",
         "",
     ]
+    shares = cycle_shares(rep.cases)
     rows = []
     for i in order:
         c = rep.cases[i]
@@ -197,7 +231,7 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
                 f"{c.measured:g}",
                 f"{pred[i]:.4g}",
                 f"{err[i]:+.0f}%",
-                _why(c, err[i]),
+                _why(c, err[i], shares.get(i, (None,))[0]),
             ]
         )
     lines += [
@@ -220,6 +254,7 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         ),
         "",
     ]
+    lines += _cycle_section(rep.cases, err)
     if rep.skipped:
         from collections import Counter
 

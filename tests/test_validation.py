@@ -450,3 +450,32 @@ def test_tables_name_the_load_a_row_was_measured_at():
     assert load_label({"concurrency_or_batch": "64"}) == "64"
     assert load_label({"concurrency_or_batch": "", "request_rate": "4"}) == "4/s"
     assert load_label({"concurrency_or_batch": ""}) == "max"
+
+
+def test_closed_loop_ttft_is_read_against_its_runs_cycle(report):
+    """A closed-loop TTFT row is paired with its run's throughput row, and its share of the
+    client's cycle is the measured TTFT over clients x output tokens / tokens/s: by hand for
+    NIM's Llama-3.3-70B TP2 on 2xH100 at 5000/500 and 50 clients (TTFT 834.51 ms, 814.37
+    output tokens/s: 2.7% of a 30.7 s cycle). The report tables such rows by that share and
+    reads a worst row's miss with it."""
+    from calibration.ttft_cycle import cycle_shares, share_note, share_table
+
+    cases = report.cases
+    shares = cycle_shares(cases)
+    i = next(
+        i
+        for i, c in enumerate(cases)
+        if c.metric == "ttft_ms"
+        and "docs.nvidia.com/nim" in c.row["source"]
+        and "70B" in c.row["model"]
+        and c.isl == 5000
+        and c.row["concurrency_or_batch"] == "50"
+    )
+    share, j = shares[i]
+    assert cases[j].metric == "output_tok_s_total" and cases[j].measured == 814.37
+    assert share == pytest.approx(0.83451 / (50 * 500 / 814.37))
+    assert all(cases[k].kind == "closed" and cases[k].metric == "ttft_ms" for k in shares)
+    err = np.zeros(len(cases))
+    assert sum(r[1] for r in share_table(cases, err)) == len(shares)
+    assert "2.7% of a client's measured cycle" in share_note(share)
+    assert share_note(0.2) == ""  # decode no longer sets the rate there
