@@ -33,9 +33,19 @@ def _q(ratios: np.ndarray) -> dict:
     }
 
 
+def replica_set(c: Case) -> bool:
+    """Whether the row's TTFT is the replica's, not a benchmark harness's: one client at a
+    time, or requests sent at a rate (spread arrivals). Where several closed-loop clients
+    run, their TTFT is mostly how the harness's prompts queue behind each other's prefills
+    (:mod:`calibration.ttft_cycle`), which says nothing of people's spread arrivals, the
+    only TTFT the planner sizes on."""
+    return c.kind == "open" or (c.kind == "closed" and c.clients <= 1)
+
+
 def error_bands(cases: list[Case], cv_pred: np.ndarray) -> dict:
     """{kind: {"all": {n, p5, ..., p95}, class: {...}, "class/family": {...}}} of measured /
-    predicted (class: :func:`estimator.bands.model_class`), each group with enough rows."""
+    predicted (class: :func:`estimator.bands.model_class`), each group with enough rows.
+    TTFT's come from the rows whose TTFT the replica sets (:func:`replica_set`)."""
     measured = np.array([c.measured for c in cases])
     ratio = measured / cv_pred
     ok = np.isfinite(ratio) & (ratio > 0)
@@ -43,7 +53,9 @@ def error_bands(cases: list[Case], cv_pred: np.ndarray) -> dict:
     fam = np.array([regime(k, c.family) for k, c in zip(cls, cases, strict=True)])
     out: dict = {}
     for kind in ("throughput", "ttft", "tpot"):
-        sel = ok & np.array([band_kind(c.metric) == kind for c in cases])
+        sel = ok & np.array(
+            [band_kind(c.metric) == kind and (kind != "ttft" or replica_set(c)) for c in cases]
+        )
         if sel.sum() < MIN_ROWS:
             continue
         groups = {"all": _q(ratio[sel])}

@@ -109,7 +109,8 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         ),
         "links": {"nic_latency_us": 8.0},
         # quantiles of measured / predicted from the leave-one-source-out predictions, by
-        # kind of number and GPU family (>= 20 rows), for the bands every estimate carries
+        # kind of number, model class and GPU family (>= 20 rows), for the bands every
+        # estimate carries; TTFT's from the rows the replica sets (bands.replica_set)
         "error_bands": error_bands(cases, cv),
         "error": {
             "in_sample": {k: _slim(ins["metric"].get(k)) for k in METRIC_CLASSES},
@@ -139,6 +140,10 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# their GPU time where it has three; frontends: the same for other front\n"
         "# ends (NIM's), fitted on the same rule, used only to score their rows.\n"
         "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
+        "# error_bands: quantiles of measured / predicted, leave-one-source-out, by number,\n"
+        "# model class and GPU family (20 rows or more; calibration/bands.py); TTFT's from\n"
+        "# the rows whose TTFT the replica sets (one client, or a request rate), not a\n"
+        "# benchmark harness's queue.\n"
         "# family_engines: host time per decoder layer per decoding step (layer_us) and per\n"
         "# running sequence (layer_seq_us) of the eager speech engines, fitted on their runs\n"
         "# (validation/nonllm_*.csv; calibration/family_engines.py).\n"

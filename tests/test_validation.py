@@ -57,14 +57,21 @@ def test_error_bands_are_the_cross_validated_residual_quantiles(report):
 def test_each_band_holds_the_rows_of_its_regime(report):
     """A class's band is the quantiles of its own rows' measured / predicted (mixture-of-
     experts rows apart from dense ones), and a class-on-family band of that class's rows on
-    that GPU family: checked by recounting and recomputing one from the cases."""
-    from calibration.bands import band_kind
+    that GPU family: checked by recounting and recomputing one from the cases. TTFT's rows
+    are those whose TTFT the replica sets: one client or a request rate, never a closed
+    loop of several clients (a harness's queue)."""
+    from calibration.bands import band_kind, replica_set
 
     cases, cv = report.cases, np.asarray(report.cv_predicted, float)
     ratio = np.array([c.measured for c in cases]) / cv
     ok = np.isfinite(ratio) & (ratio > 0)
+    ttft_rows = [c for c in cases if c.metric == "ttft_ms"]
+    assert not any(replica_set(c) for c in ttft_rows if c.kind == "closed" and c.clients > 1)
+    assert any(replica_set(c) for c in ttft_rows if c.kind == "open")
     for kind, groups in calibration()["error_bands"].items():
-        of_kind = ok & np.array([band_kind(c.metric) == kind for c in cases])
+        of_kind = ok & np.array(
+            [band_kind(c.metric) == kind and (kind != "ttft" or replica_set(c)) for c in cases]
+        )
         moe = np.array([c.ev.model.is_moe for c in cases])
         assert groups["all"]["n"] == of_kind.sum()
         for cls, sel in (("moe", moe), ("dense", ~moe)):
