@@ -5,7 +5,9 @@ narrowest regime with enough rows: the model's class on the GPU's family, else t
 any GPU, else every row. The class matters more than the GPU: mixture-of-experts estimates
 miss by about twice a dense model's (their expert GEMMs, routing and all-to-alls carry
 costs the roofline prices only in part), so one band for both would be too wide for dense
-models and too narrow for MoE ones."""
+models and too narrow for MoE ones. TTFT's band is read off the runs whose TTFT the
+replica sets (one client at a time, or requests at a rate), not a closed-loop harness's
+queue: the TTFT it bounds is the one people's spread arrivals see."""
 
 from __future__ import annotations
 
