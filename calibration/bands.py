@@ -42,20 +42,28 @@ def replica_set(c: Case) -> bool:
     return c.kind == "open" or (c.kind == "closed" and c.clients <= 1)
 
 
+def in_band(kind: str, c: Case) -> bool:
+    """Whether row ``c`` counts in band ``kind``: 'ttft' (the replica's, people's), and
+    'ttft_waves' (a synchronised harness's: closed loops of several clients, read when an
+    estimate is asked for that arrival pattern); the other kinds take every row of theirs."""
+    if kind == "ttft_waves":
+        return c.metric == "ttft_ms" and not replica_set(c)
+    return band_kind(c.metric) == kind and (kind != "ttft" or replica_set(c))
+
+
 def error_bands(cases: list[Case], cv_pred: np.ndarray) -> dict:
     """{kind: {"all": {n, p5, ..., p95}, class: {...}, "class/family": {...}}} of measured /
     predicted (class: :func:`estimator.bands.model_class`), each group with enough rows.
-    TTFT's come from the rows whose TTFT the replica sets (:func:`replica_set`)."""
+    TTFT's come from the rows whose TTFT the replica sets (:func:`replica_set`), and
+    'ttft_waves' from the others: a synchronised harness's (``arrivals="waves"``)."""
     measured = np.array([c.measured for c in cases])
     ratio = measured / cv_pred
     ok = np.isfinite(ratio) & (ratio > 0)
     cls = np.array([model_class(c.ev.model) for c in cases])
     fam = np.array([regime(k, c.family) for k, c in zip(cls, cases, strict=True)])
     out: dict = {}
-    for kind in ("throughput", "ttft", "tpot"):
-        sel = ok & np.array(
-            [band_kind(c.metric) == kind and (kind != "ttft" or replica_set(c)) for c in cases]
-        )
+    for kind in ("throughput", "ttft", "tpot", "ttft_waves"):
+        sel = ok & np.array([in_band(kind, c) for c in cases])
         if sel.sum() < MIN_ROWS:
             continue
         groups = {"all": _q(ratio[sel])}

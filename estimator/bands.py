@@ -27,11 +27,15 @@ def regime(cls: str, family: str) -> str:
     return f"{cls}/{family}"
 
 
-def band_factors(kind: str, gpu: Accelerator, model=None) -> dict | None:
+def band_factors(kind: str, gpu: Accelerator, model=None, arrivals: str = "spread") -> dict | None:
     """{'p5', ..., 'p95', 'n', 'group'} for 'throughput', 'ttft' or 'tpot' of ``model`` (its
     class; None: every class) on ``gpu``, from the narrowest group with data; None without
-    data."""
-    groups = (calibration().get("error_bands") or {}).get(kind)
+    data. ``arrivals`` 'waves': TTFT under a synchronised benchmark harness, whose own queue
+    the published closed loops of several clients measure ('ttft_waves')."""
+    bands = calibration().get("error_bands") or {}
+    if kind == "ttft" and arrivals == "waves" and "ttft_waves" in bands:
+        kind = "ttft_waves"
+    groups = bands.get(kind)
     if not groups:
         return None
     keys = ["all"]
@@ -43,9 +47,15 @@ def band_factors(kind: str, gpu: Accelerator, model=None) -> dict | None:
 
 
 def bands_for(
-    gpu: Accelerator, ttft_s: float, tpot_s: float, tokens_per_s: float, model=None
+    gpu: Accelerator,
+    ttft_s: float,
+    tpot_s: float,
+    tokens_per_s: float,
+    model=None,
+    arrivals: str = "spread",
 ) -> dict:
-    """p10-p90 of TTFT, time per output token, per-user speed and replica throughput."""
+    """p10-p90 of TTFT, time per output token, per-user speed and replica throughput
+    (``arrivals``: see :func:`band_factors`)."""
     out: dict = {}
     basis = []
     for kind, name, value in (
@@ -53,11 +63,12 @@ def bands_for(
         ("tpot", "tpot_s", tpot_s),
         ("throughput", "output_tokens_per_s", tokens_per_s),
     ):
-        f = band_factors(kind, gpu, model)
+        f = band_factors(kind, gpu, model, arrivals)
         if f is None:
             continue
         out[name] = {"p10": value * f["p10"], "p50": value * f["p50"], "p90": value * f["p90"]}
-        basis.append(f"{kind}: {f['n']} rows ({f['group']})")
+        harness = " of harnesses" if kind == "ttft" and arrivals == "waves" else ""
+        basis.append(f"{kind}: {f['n']} rows{harness} ({f['group']})")
         # per-user speed is 1 / TPOT: its low end is TPOT's high end (none where no token
         # follows the first: one output token has no time per output token)
         if kind == "tpot" and value > 0:

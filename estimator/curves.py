@@ -227,10 +227,13 @@ def curve(
                 1.0 / float(op.per_user_tokens_per_s[0]),
                 float(op.output_tokens_per_s[0] * reps),
                 lm,
+                opts.arrivals,
             ),
         },
         band_factors={
-            k: f for k in ("ttft", "tpot", "throughput") if (f := band_factors(k, acc, lm))
+            k: f
+            for k in ("ttft", "tpot", "throughput")
+            if (f := band_factors(k, acc, lm, opts.arrivals))
         },
         targets={"ttft_s": ttft_s, "tokens_per_s": tokens_per_s, "percentile": percentile},
         disaggregated={"prefill_replicas": split[0], "decode_replicas": split[1]}

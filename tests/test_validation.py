@@ -59,8 +59,9 @@ def test_each_band_holds_the_rows_of_its_regime(report):
     experts rows apart from dense ones), and a class-on-family band of that class's rows on
     that GPU family: checked by recounting and recomputing one from the cases. TTFT's rows
     are those whose TTFT the replica sets: one client or a request rate, never a closed
-    loop of several clients (a harness's queue)."""
-    from calibration.bands import band_kind, replica_set
+    loop of several clients (a harness's queue), whose rows make the band of an estimate
+    under a synchronised harness (arrivals 'waves')."""
+    from calibration.bands import in_band, replica_set
 
     cases, cv = report.cases, np.asarray(report.cv_predicted, float)
     ratio = np.array([c.measured for c in cases]) / cv
@@ -68,10 +69,10 @@ def test_each_band_holds_the_rows_of_its_regime(report):
     ttft_rows = [c for c in cases if c.metric == "ttft_ms"]
     assert not any(replica_set(c) for c in ttft_rows if c.kind == "closed" and c.clients > 1)
     assert any(replica_set(c) for c in ttft_rows if c.kind == "open")
+    # every TTFT row is in exactly one of the two TTFT bands
+    assert all(in_band("ttft", c) != in_band("ttft_waves", c) for c in ttft_rows)
     for kind, groups in calibration()["error_bands"].items():
-        of_kind = ok & np.array(
-            [band_kind(c.metric) == kind and (kind != "ttft" or replica_set(c)) for c in cases]
-        )
+        of_kind = ok & np.array([in_band(kind, c) for c in cases])
         moe = np.array([c.ev.model.is_moe for c in cases])
         assert groups["all"]["n"] == of_kind.sum()
         for cls, sel in (("moe", moe), ("dense", ~moe)):
@@ -486,3 +487,31 @@ def test_closed_loop_ttft_is_read_against_its_runs_cycle(report):
     assert sum(r[1] for r in share_table(cases, err)) == len(shares)
     assert "2.7% of a client's measured cycle" in share_note(share)
     assert share_note(0.2) == ""  # decode no longer sets the rate there
+
+
+def test_an_estimate_under_a_harness_carries_the_harness_band():
+    """A curve under synchronised waves (a benchmark harness) carries the TTFT band of the
+    harnesses' rows; one under spread arrivals (people) the replica's; the other numbers'
+    bands are the same under both."""
+    from estimator import curve as load_curve
+    from estimator.load import ServingOptions
+
+    def curve(arrivals):
+        return load_curve(
+            "llama-3.1-8b",
+            "h100-sxm",
+            input_tokens=1000,
+            output_tokens=1000,
+            weights="fp8",
+            users=[1, 8, 32],
+            serving=ServingOptions(arrivals=arrivals),
+        )
+
+    waves, spread = curve("waves"), curve("spread")
+    bands = calibration()["error_bands"]
+    w, s = waves.band_factors["ttft"], spread.band_factors["ttft"]
+    assert w["n"] == bands["ttft_waves"][w["group"]]["n"]
+    assert s["n"] == bands["ttft"][s["group"]]["n"]
+    assert waves.band_factors["ttft"] != spread.band_factors["ttft"]
+    assert waves.band_factors["tpot"] == spread.band_factors["tpot"]
+    assert "rows of harnesses" in waves.operating_point["bands"]["basis"]
