@@ -15,24 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cases import Case
+from .cases import COLUMNS, Case
 
-# the run a row belongs to: every column that describes the measurement but the metric
-_RUN = (
-    "source",
-    "model",
-    "gpu",
-    "n_gpus",
-    "tp",
-    "pp",
-    "ep",
-    "weight_dtype",
-    "kv_dtype",
-    "framework",
-    "isl",
-    "osl",
-    "concurrency_or_batch",
-)
+# the run a row belongs to: every column that describes the measurement, up to its metric
+_RUN = tuple(COLUMNS[: COLUMNS.index("metric")])
 BINS = (0.0, 0.03, 0.1, 0.3, 1.0)  # TTFT's share of a client's cycle
 DECODE_SETS = 0.1  # below this share, decode is nine tenths of the cycle or more
 
