@@ -146,6 +146,36 @@ def test_a_worker_that_dies_stops_the_sweep_with_its_resume_hint(scenario, tmp_p
     assert out.read_text() == ref.read_text()
 
 
+def test_a_dask_block_whose_workers_die_stops_the_sweep(scenario, tmp_path, monkeypatch):
+    """Dask gives up on a block after its workers died on it (KilledWorker): the sweep ends
+    with the same one-line stop as a local worker's, naming the partial file."""
+    import distributed
+
+    from planner.errors import SweepStopped
+
+    class Future:
+        def result(self):
+            raise distributed.KilledWorker("solve_points-1", "tcp://10.0.0.1:1234", 3)
+
+    class Client:
+        def __init__(self, *a, **kw):
+            pass
+
+        def scheduler_info(self):
+            return {"workers": {"tcp://10.0.0.1:1234": {}}}
+
+        def submit(self, *a, **kw):
+            return Future()
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(distributed, "Client", Client)
+    monkeypatch.setattr(distributed, "as_completed", iter)
+    with pytest.raises(SweepStopped, match=r"Dask workers .* died.*s\.csv\.partial"):
+        sweep(scenario, SETS, out=tmp_path / "s.csv", cluster="tcp://scheduler:8786")
+
+
 def test_ctrl_c_is_not_taken_by_the_search():
     """CP-SAT would catch SIGINT, stop early and return a plan that is not the cheapest: the
     planner's solver leaves Ctrl-C to the command."""
