@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .advice import nearest_fit
+from .bands import bands_for
 from .catalog import get_gpu
 from .curves import load_curve
 from .engines import Engine
@@ -191,11 +192,14 @@ def under_load(
     split: tuple[int, int] | None = None,
 ) -> dict | None:
     """The replica (or disaggregated unit) serving ``users`` in a closed loop: TTFT mean and
-    p90, per-user and replica speed. None when not one sequence fits."""
+    p90, per-user and replica speed, and their bands (as a curve's operating point carries:
+    TTFT's on the p90, the harnesses' under ``arrivals="waves"``). None when not one
+    sequence fits."""
     st = prepare_steps(ev, input_tokens, output_tokens, opts)
     if st.slots < 1:
         return None
     lp = load_curve(ev, st, opts.think_time_s, 90.0, split, opts.arrivals)([users])
+    speed, rate = float(lp.per_user_tokens_per_s[0]), float(lp.output_tokens_per_s[0])
     return {
         "users": users,
         "disaggregated": {"prefill_replicas": split[0], "decode_replicas": split[1]}
@@ -204,7 +208,10 @@ def under_load(
         "think_time_s": opts.think_time_s,
         "ttft_s": float(lp.ttft_s[0]),
         "ttft_p90_s": float(lp.ttft_pct_s[0]),
-        "per_user_tokens_per_s": float(lp.per_user_tokens_per_s[0]),
-        "output_tokens_per_s": float(lp.output_tokens_per_s[0]),
+        "per_user_tokens_per_s": speed,
+        "output_tokens_per_s": rate,
         "options": opts.model_dump(),
+        "bands": bands_for(
+            ev.gpu, float(lp.ttft_pct_s[0]), 1.0 / speed, rate, ev.model, opts.arrivals
+        ),
     }

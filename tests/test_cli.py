@@ -285,6 +285,17 @@ def test_estimate_under_load_and_serving_options():
     d = json.loads(run(*BASE, "--batch", "8", "--format", "json").output)
     u = d["under_load"]
     assert u["users"] == 8 and u["ttft_p90_s"] >= u["ttft_s"] > 0
+    # its numbers carry their bands, as a curve's operating point's: TTFT's on the p90
+    b = u["bands"]
+    assert b["ttft_s"]["p10"] < u["ttft_p90_s"] < b["ttft_s"]["p90"]
+    assert b["per_user_tokens_per_s"]["p10"] < u["per_user_tokens_per_s"]
+    assert "ttft:" in b["basis"] and "harnesses" not in b["basis"]
+    waves = json.loads(
+        run(*BASE, "--batch", "8", "--arrivals", "waves", "--format", "json").output
+    )["under_load"]["bands"]
+    assert "rows of harnesses" in waves["basis"]
+    text = run(*BASE, "--batch", "8").output
+    assert "s p90 (p10-p90 " in text and "tok/s per user (p10-p90 " in text
     spec = json.loads(
         run(
             *BASE,

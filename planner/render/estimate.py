@@ -16,13 +16,23 @@ def estimate_text(e: ServingEstimate | FamilyEstimate) -> str:
     out = _llm_table(e, e.labels["model"], e.labels["gpu"])
     lo = e.under_load
     if lo:
+        b = lo.get("bands") or {}
         out += (
             f"\nunder load ({e.workload['batch']} users in a closed loop, think "
             f"{lo['think_time_s']:g} s): TTFT {lo['ttft_s']:.3g} s mean, "
-            f"{lo['ttft_p90_s']:.3g} s p90; {lo['per_user_tokens_per_s']:.1f} "
-            f"tok/s per user; {lo['output_tokens_per_s']:.0f} tok/s per replica"
+            f"{lo['ttft_p90_s']:.3g} s p90{_band(b.get('ttft_s'), 's')}; "
+            f"{lo['per_user_tokens_per_s']:.1f} tok/s per user"
+            f"{_band(b.get('per_user_tokens_per_s'), 'tok/s')}; "
+            f"{lo['output_tokens_per_s']:.0f} tok/s per replica"
         )
     return out
+
+
+def _band(band: dict | None, unit: str) -> str:
+    """' (p10-p90 a-b unit)' of a band, '' without one."""
+    if not band:
+        return ""
+    return f" (p10-p90 {band['p10']:.3g}-{band['p90']:.3g} {unit})"
 
 
 def _fits(e: ServingEstimate) -> str:
