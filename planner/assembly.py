@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from estimator.bands import bands_for
+
 from .capacity import operating_point, operating_points, targets
 from .costs import HOURS_PER_YEAR
 from .kinds import KINDS
@@ -88,6 +90,7 @@ def to_plan(space: SearchSpace, options: list[_Option], sol: Solution) -> Plan:
                     binding=o.cap.binding,
                     bottleneck=op.bottleneck,
                     output_tokens_per_year=tokens_year,
+                    bands=_bands(o.ev, op),
                 )
             )
     years = space.sc.cost.years
@@ -235,3 +238,19 @@ def prefetch_points(space: SearchSpace, plans: list[tuple[list[_Option], Solutio
     for w in space.sc.workloads:
         if w.name in wanted:
             operating_points(wanted[w.name], w)
+
+
+def _bands(ev, op) -> dict:
+    """The p10-p90 of a language-model row's TTFT, per-user speed and replica output
+    tokens/s at its operating point (what estimate and curve carry: estimator.bands)."""
+    b = bands_for(ev.gpu, op.ttft_s, 1.0 / op.tokens_per_s, op.output_tokens_per_s, ev.model)
+    return (
+        {
+            "ttft_s": b.get("ttft_s"),
+            "tokens_per_s": b.get("per_user_tokens_per_s"),
+            "output_tokens_per_s": b.get("output_tokens_per_s"),
+            "basis": b.get("basis"),
+        }
+        if b
+        else {}
+    )

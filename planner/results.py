@@ -49,6 +49,9 @@ class Assignment:
     pass_limit_s: float | None = None
     pass_headroom_pct: float | None = None
     weights: str = "bf16"  # the weight format sized with (stated, or implied by the model name)
+    # p10-p90 of the language-model figures at the operating point (TTFT at its percentile,
+    # per-user speed, the replica's output tokens/s): estimator.bands, people's arrivals
+    bands: dict = field(default_factory=dict)
 
     @property
     def gpus(self) -> int:
@@ -282,6 +285,7 @@ def plan_json(p: Plan) -> dict:
                 "bottleneck": a.bottleneck,
                 "unit": a.unit,
                 "metrics": a.metrics,
+                "bands": a.bands,
                 "disaggregated": (
                     {"prefill_replicas": a.prefill_replicas, "decode_replicas": a.decode_replicas}
                     if a.prefill_replicas

@@ -712,3 +712,22 @@ def test_calibrated_only_keeps_the_gpus_the_accuracy_figures_cover(tmp_path):
     )
     r = invoke("solve", only)
     assert r.exit_code == 2 and "fleet.calibrated_only" in r.output and "Traceback" not in r.output
+
+
+def test_a_plan_row_carries_the_bands_of_its_figures():
+    """Each language-model row of a plan carries the p10-p90 of its TTFT, per-user speed and
+    replica output tokens/s at its operating point: the bands estimate and curve carry for
+    that model class and GPU (people's arrivals); a row of another family carries none."""
+    from estimator.bands import band_factors
+    from estimator.catalog import get_gpu
+    from estimator.resolve import get_model
+
+    res = plan_scenario(load_scenario(ROOT / "scenarios" / "chat-assistant.yaml"))
+    a = res.plan.assignments[0]
+    f = band_factors("ttft", get_gpu(a.gpu), get_model(a.model))
+    assert a.bands["ttft_s"]["p90"] == pytest.approx(a.ttft_s * f["p90"])
+    assert a.bands["ttft_s"]["p10"] < a.ttft_s < a.bands["ttft_s"]["p90"]
+    assert a.bands["tokens_per_s"]["p10"] < a.tokens_per_s < a.bands["tokens_per_s"]["p90"]
+    assert "ttft:" in a.bands["basis"]
+    img = plan_scenario(load_scenario(ROOT / "scenarios" / "image-generation.yaml"))
+    assert all(r.bands == {} for r in img.plan.assignments)
