@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from estimator.bands import bands_for
+from estimator.bands import bands_for, family_bands
 
 from .capacity import operating_point, operating_points, targets
 from .costs import HOURS_PER_YEAR
@@ -199,6 +199,7 @@ def _family_assignments(space: SearchSpace, w, rows, served: int, need: int) -> 
                 pass_s=float(t) if timed else None,
                 pass_limit_s=float(limit) if timed else None,
                 pass_headroom_pct=100 * (limit / t - 1) if timed else None,
+                bands=family_bands(getattr(space.family_models[w.name], "family", ""), metrics),
             )
         )
     return out
