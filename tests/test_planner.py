@@ -735,3 +735,16 @@ def test_a_plan_row_carries_the_bands_of_its_figures():
         t = r.bands["s_per_batch"]
         assert t["p10"] < r.metrics["s_per_batch"] < t["p90"]
         assert "measured/predicted time" in r.bands["basis"]
+
+
+def test_solve_table_says_each_rows_band():
+    """solve's table gives each row's p10-p90 under the plan: a language model's TTFT and
+    per-user speed, another family's pass, from the rows' own bands."""
+    out = CliRunner().invoke(main, ["solve", str(ROOT / "scenarios" / "chat-assistant.yaml")])
+    a = plan_scenario(load_scenario(ROOT / "scenarios" / "chat-assistant.yaml")).plan.assignments[0]
+    t = a.bands["ttft_s"]
+    # its workload has rows of several splits: each is named
+    where = f"({a.replicas}x{a.gpus_per_replica} {a.gpu} {a.split()})"
+    assert f"{a.workload} {where} TTFT {t['p10']:.2f}-{t['p90']:.2f} s" in out.output
+    img = CliRunner().invoke(main, ["solve", str(ROOT / "scenarios" / "image-generation.yaml")])
+    assert "p10-p90 (the estimates' cross-validated error): drafts pass " in img.output

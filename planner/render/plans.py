@@ -58,6 +58,36 @@ def _assign_rows(p: Plan) -> list[list]:
     return rows
 
 
+def _band_line(p: Plan) -> str | None:
+    """Each row's p10-p90 (the estimator's cross-validated error, ``bands``): a language
+    model's TTFT and per-user speed, another family's pass; None where no row has one."""
+    many = {
+        a.workload
+        for a in p.assignments
+        if sum(b.workload == a.workload for b in p.assignments) > 1
+    }
+    parts = []
+    for a in p.assignments:
+        b = a.bands or {}
+        if a.ttft_s is not None and b.get("ttft_s") and b.get("tokens_per_s"):
+            t, v = b["ttft_s"], b["tokens_per_s"]
+            what = f"TTFT {t['p10']:.2f}-{t['p90']:.2f} s, {v['p10']:.1f}-{v['p90']:.1f} tok/s/user"
+        elif a.pass_s is not None and b.get("s_per_batch"):
+            t = b["s_per_batch"]
+            what = f"pass {t['p10']:.3g}-{t['p90']:.3g} s"
+        else:
+            continue
+        where = (
+            f" ({a.replicas}x{a.gpus_per_replica} {a.gpu} {a.split()})"
+            if a.workload in many
+            else ""
+        )
+        parts.append(f"{a.workload}{where} {what}")
+    if not parts:
+        return None
+    return "p10-p90 (the estimates' cross-validated error): " + "; ".join(parts)
+
+
 def _assign_head(p: Plan) -> list[str]:
     """The plan's columns: the latency column names a pass only where a row has one."""
     passes = any(a.pass_s is not None for a in p.assignments)
@@ -112,6 +142,8 @@ def result_table(r: PlanResult, top: int, explain: bool = False) -> str:
     verb = "buy" if r.basis == "purchase" else "rent"
     out.append(f"Recommendation: {verb} {p.title()}")
     out.append(tabulate(_assign_rows(p), headers=_assign_head(p)))
+    if band := _band_line(p):
+        out.append(band)
     out.append("")
     if p.units and p.units[0]["kind"] != "gpu":
         out.append("Order:")
