@@ -187,6 +187,15 @@ function rowSpeed(row) {
   return `${each}, ${fmt(row.pass_s, " s")} per batch of ${fmt(row.pass_limit_s, " s")} allowed (${fmt(row.headroom_pct.pass, "%")} headroom)`;
 }
 
+// a plan row's p10-p90 (its `bands`): a language model's TTFT and per-user speed, or a
+// batch's pass time for the other families ("" where the row has none)
+function rowBand(row) {
+  const b = row.bands || {};
+  if (b.ttft_s && b.tokens_per_s) return `TTFT ${bandText(b.ttft_s, 1, " s")}, ${bandText(b.tokens_per_s, 1, " tok/s")}`;
+  if (b.s_per_batch) return `pass ${bandText(b.s_per_batch, 1, " s")}`;
+  return "";
+}
+
 function planCards(d) {
   const cards = [card("feasible", "feasible", d.feasible, fmt(d.feasible), "", d.feasible ? "yes" : "no")];
   if (!d.feasible) {
@@ -208,7 +217,7 @@ function planCards(d) {
     const per = d.cost_breakdown_per_year_usd || {};
     const lines = Object.entries(per).filter(([, v]) => v).map(([k, v]) => `${k.replaceAll("_", " ")} ${money(v)}`);
     if (lines.length) cards.push(card("cost_breakdown_per_year_usd", "cost per year by line", per, lines.join(" · "), "", "wide"));
-    d.plan.forEach((row, i) => cards.push(card(`plan.${i}`, `${row.workload}: replicas`, row, `${row.replicas}x ${row.gpus_per_replica} ${row.gpu} (TP${row.tp}${row.pp > 1 ? " PP" + row.pp : ""}), ${rowSpeed(row)}`, "", "wide")));
+    d.plan.forEach((row, i) => cards.push(card(`plan.${i}`, `${row.workload}: replicas`, row, `${row.replicas}x ${row.gpus_per_replica} ${row.gpu} (TP${row.tp}${row.pp > 1 ? " PP" + row.pp : ""}), ${rowSpeed(row)}`, rowBand(row), "wide")));
   }
   if (d.notes && d.notes.length) cards.push(card("notes", "notes", d.notes, d.notes.join(" · "), "", "wide"));
   return cards.join("");
