@@ -1,7 +1,7 @@
 """A sweep of 200 combinations (20 user counts x 10 TTFT targets: each target is new
 capacity work, each user count only a new solve) run three ways: one process, `--jobs 2`
-(joblib) and `--cluster local --jobs 2` (Dask); wall time of each (min / median / max over runs) and
-whether their CSVs are byte-identical.
+(local workers: forks of the process on Linux) and `--cluster local --jobs 2` (Dask); wall
+time of each (min / median / max over runs) and whether their CSVs are byte-identical.
 
 Run: python benchmarks/bench_sweep.py [runs] [scenario]   (default scenarios/chat-assistant.yaml,
 a few GPU types; benchmarks/one_workload.yaml sweeps the whole catalogue; its workload is

@@ -28,7 +28,7 @@ def regime(cls: str, family: str) -> str:
 
 
 def band_factors(kind: str, gpu: Accelerator, model=None, arrivals: str = "spread") -> dict | None:
-    """{'p5', ..., 'p95', 'n', 'group'} for 'throughput', 'ttft' or 'tpot' of ``model`` (its
+    """{'p5', ..., 'p95', 'n', 'group', 'kind'} for 'throughput', 'ttft' or 'tpot' of ``model`` (its
     class; None: every class) on ``gpu``, from the narrowest group with data; None without
     data. ``arrivals`` 'waves': TTFT under a synchronised benchmark harness, whose own queue
     the published closed loops of several clients measure ('ttft_waves')."""
@@ -43,7 +43,7 @@ def band_factors(kind: str, gpu: Accelerator, model=None, arrivals: str = "sprea
         cls = model_class(model)
         keys = [regime(cls, efficiency_key(gpu)), cls, "all"]
     group = next(k for k in keys if k in groups)
-    return {**groups[group], "group": group}
+    return {**groups[group], "group": group, "kind": kind}
 
 
 def bands_for(
@@ -67,7 +67,7 @@ def bands_for(
         if f is None:
             continue
         out[name] = {"p10": value * f["p10"], "p50": value * f["p50"], "p90": value * f["p90"]}
-        harness = " of harnesses" if kind == "ttft" and arrivals == "waves" else ""
+        harness = " of harnesses" if f["kind"] == "ttft_waves" else ""
         basis.append(f"{kind}: {f['n']} rows{harness} ({f['group']})")
         # per-user speed is 1 / TPOT: its low end is TPOT's high end (none where no token
         # follows the first: one output token has no time per output token)

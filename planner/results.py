@@ -49,8 +49,9 @@ class Assignment:
     pass_limit_s: float | None = None
     pass_headroom_pct: float | None = None
     weights: str = "bf16"  # the weight format sized with (stated, or implied by the model name)
-    # p10-p90 of the language-model figures at the operating point (TTFT at its percentile,
-    # per-user speed, the replica's output tokens/s): estimator.bands, people's arrivals
+    # p10-p90 of the row's figures (estimator.bands): a language model's at its operating
+    # point (TTFT at its percentile, per-user speed, the replica's output tokens/s; people's
+    # arrivals), another family's pass time and rates (its family's band)
     bands: dict = field(default_factory=dict)
 
     @property

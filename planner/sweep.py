@@ -1,8 +1,8 @@
 """What-if sweeps: rerun the solve for every combination of overridden scenario values (and,
 with ``samples``, for draws of the scenario's uncertain inputs), on this process, on local
-cores (joblib) or on a Dask cluster. Every point is solved alone from its inputs, so its
-rows are the same whichever backend ran it; rows stream into a partial CSV as points finish,
-and an interrupted sweep resumes from it."""
+cores (forks of this process, or joblib's loky workers) or on a Dask cluster. Every point
+is solved alone from its inputs, so its rows are the same whichever backend ran it; rows
+stream into a partial CSV as points finish, and an interrupted sweep resumes from it."""
 
 from __future__ import annotations
 
@@ -263,11 +263,6 @@ def _local(
             except queue.Empty:
                 return
             running -= 1
-            if isinstance(item, BrokenExecutor):  # a worker died: no traceback of ours
-                raise SweepStopped(
-                    "a sweep worker stopped before its points were solved (interrupted, or "
-                    "killed, e.g. for memory)"
-                ) from None
             if isinstance(item, BaseException):
                 raise item
             running += submit()  # the worker that finished takes the next block
@@ -281,6 +276,12 @@ def _local(
                 yield solve_point(scenario, i, pt, presets)
                 yield from collect(block=False)
         yield from collect(block=True)
+    except BrokenExecutor:  # a worker died: its result, or a submit to the broken pool
+        done_with(executor, stopped=True)
+        raise SweepStopped(
+            "a sweep worker stopped before its points were solved (interrupted, or killed, "
+            "e.g. for memory)"
+        ) from None
     except BaseException:
         done_with(executor, stopped=True)
         raise

@@ -10,6 +10,7 @@ command line starts them early (:func:`prestart`) to overlap its own imports."""
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import sys
 import threading
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -33,8 +34,16 @@ def executor(jobs: int) -> Executor:
     pool of forks (the caller shuts it down with :func:`done_with`: a fork copies this
     process as it is now, so a later sweep forks again), or loky's reusable executor."""
     if forks():
-        return _Forks(jobs - 1, mp_context=multiprocessing.get_context("fork"))
+        return _Forks(
+            jobs - 1, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_sigint
+        )
     return _loky(jobs)
+
+
+def _ignore_sigint() -> None:
+    """A fork's Ctrl-C is its parent's to act on: the parent stops the sweep and ends its
+    workers (:func:`done_with`); a worker that took it too would print its own traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class _Forks(ProcessPoolExecutor):
@@ -43,8 +52,8 @@ class _Forks(ProcessPoolExecutor):
 
 def done_with(pool: Executor, stopped: bool = False) -> None:
     """Stop a pool of forks once the sweep has its rows (loky's stays for :func:`release`);
-    ``stopped``: the sweep ends early (an error, Ctrl-C): its workers are ended now rather
-    than left to finish the points they hold."""
+    ``stopped``: the sweep ends early (an error, Ctrl-C): its forks are ended now rather
+    than left to finish the points they hold (loky's finish theirs)."""
     if not isinstance(pool, _Forks):
         return
     if stopped:

@@ -191,8 +191,8 @@ function rowSpeed(row) {
 // batch's pass time for the other families ("" where the row has none)
 function rowBand(row) {
   const b = row.bands || {};
-  if (b.ttft_s && b.tokens_per_s) return `TTFT ${bandText(b.ttft_s, 1, " s")}, ${bandText(b.tokens_per_s, 1, " tok/s")}`;
-  if (b.s_per_batch) return `pass ${bandText(b.s_per_batch, 1, " s")}`;
+  if (row.ttft_s != null && b.ttft_s && b.tokens_per_s) return `TTFT ${bandText(b.ttft_s, 1, " s")}, ${bandText(b.tokens_per_s, 1, " tok/s/user")}`;
+  if (row.pass_s != null && b.s_per_batch) return `pass ${bandText(b.s_per_batch, 1, " s")}`;
   return "";
 }
 
