@@ -98,3 +98,41 @@ def family_error_bands(rows) -> dict:
         if len(by_family[fam]) >= FAMILY_MIN_ROWS:
             out[fam] = _q(np.array(by_family[fam]))
     return out
+
+
+_BAND_TITLES = {
+    "throughput": "throughput",
+    "tpot": "time per output token",
+    "ttft": "TTFT (people: one client, or a request rate)",
+    "ttft_waves": "TTFT under a synchronised harness (curves with --arrivals waves)",
+}
+
+
+def bands_markdown(bands: dict) -> list[str]:
+    """The report's section on the language-model bands (calibration.yaml ``error_bands``):
+    each kind of number's groups with their rows and p10 / p50 / p90 of measured/predicted."""
+    from tabulate import tabulate
+
+    rows = [
+        [_BAND_TITLES.get(kind, kind), group, q["n"], q["p10"], q["p50"], q["p90"]]
+        for kind, groups in bands.items()
+        for group, q in groups.items()
+    ]
+    if not rows:
+        return []
+    return [
+        "## Error bands every language-model estimate carries",
+        "",
+        "Quantiles of measured / predicted over the leave-one-source-out predictions "
+        f"(`error_bands`, groups of {MIN_ROWS} rows or more): an estimate takes its model "
+        "class on its GPU's family, else its class, else all. A TTFT people see is banded "
+        "by the runs whose TTFT the replica sets; a closed loop of several clients measures "
+        "its harness's queue, which has a band of its own.",
+        "",
+        tabulate(
+            rows,
+            headers=["number", "group", "rows", "p10", "p50", "p90"],
+            tablefmt="github",
+        ),
+        "",
+    ]

@@ -222,6 +222,16 @@ def test_docs_report_generated(tmp_path):
     assert r.exit_code == 0
     text = out.read_text()
     assert "Leave-one-source-out" in text and "Worst rows" in text
+    # the bands every estimate carries, as calibration.yaml holds them
+    assert "## Error bands every language-model estimate carries" in text
+    ttft = calibration()["error_bands"]["ttft"]["all"]
+    cells = [
+        [c.strip() for c in line.split("|")[1:-1]]
+        for line in text.splitlines()
+        if line.startswith("| TTFT (people")
+    ]
+    want = [str(ttft["n"]), f"{ttft['p10']:g}", f"{ttft['p50']:g}", f"{ttft['p90']:g}"]
+    assert any(c[1] == "all" and c[2:] == want for c in cells), cells
 
 
 def test_family_validation_reports_each_family_and_every_row():
