@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 _WHERE = {
     "ScenarioError": ".errors",
+    "SweepStopped": ".errors",
     "Comparison": ".results",
     "Plan": ".results",
     "PlanResult": ".results",
@@ -73,7 +74,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .errors import ScenarioError
+    from .errors import ScenarioError, SweepStopped
     from .results import Comparison, Plan, PlanResult, Sweep
     from .scenario import Scenario, load_scenario
     from .solve import compare, plan_scenario

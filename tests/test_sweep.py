@@ -155,7 +155,7 @@ def test_a_dask_block_whose_workers_die_stops_the_sweep(scenario, tmp_path, monk
     with the same one-line stop as a local worker's, naming the partial file."""
     import distributed
 
-    from planner.errors import SweepStopped
+    from planner import SweepStopped  # the public name a notebook catches
 
     class Future:
         def result(self):
