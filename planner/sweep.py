@@ -426,10 +426,13 @@ def sweep(
     """One solve (the recommendation only) per combination of ``sets`` values, e.g.
     ``{"workloads.chat.users": [1000, 2000], "budget.max_usd": [2e6, 4e6]}`` (dotted scenario
     keys, list items by name), and with ``samples`` per draw of the scenario's distributions
-    (seeded by ``seed``). ``jobs`` local processes or a Dask ``cluster`` ("local" or an
-    address) run the points; with ``out`` their rows stream into ``out.partial`` and land in
-    ``out`` (atomically, in point order) when all are done; ``resume`` skips the points the
-    partial file already holds."""
+    (seeded by ``seed``). ``jobs`` local processes (0: one per core) or a Dask ``cluster``
+    ("local" or an address) run the points; with ``out`` their rows stream into
+    ``out.partial`` and land in ``out`` (atomically, in point order) when all are done;
+    ``resume`` skips the points the partial file already holds."""
+    from .workers import processes
+
+    jobs = processes(jobs)
     pairs = list((sets or {}).items()) if isinstance(sets, dict) or sets is None else list(sets)
     keys, points = sweep_points(scenario, pairs, samples, seed)
     fields = ["point", *keys, *PLAN_ROW_FIELDS]

@@ -10,10 +10,16 @@ command line starts them early (:func:`prestart`) to overlap its own imports."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import sys
 import threading
 from concurrent.futures import Executor, ProcessPoolExecutor
+
+
+def processes(jobs: int) -> int:
+    """The processes ``jobs`` asks for: itself, or one per core for 0."""
+    return jobs if jobs > 0 else (os.cpu_count() or 1)
 
 
 def forks() -> bool:

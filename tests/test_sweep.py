@@ -180,6 +180,24 @@ def test_a_dask_block_whose_workers_die_stops_the_sweep(scenario, tmp_path, monk
         sweep(scenario, SETS, out=tmp_path / "s.csv", cluster="tcp://scheduler:8786")
 
 
+def test_jobs_0_is_one_process_per_core(scenario, tmp_path, monkeypatch):
+    """--jobs 0 runs one process per core (here two), with the serial sweep's rows."""
+    import os
+
+    import planner.workers
+
+    assert planner.workers.processes(0) == (os.cpu_count() or 1)
+    assert planner.workers.processes(3) == 3
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    ref, out = tmp_path / "ref.csv", tmp_path / "all.csv"
+    assert (
+        run("sweep", scenario, "--set", "workloads.chat.users=100,400", "--out", ref).exit_code == 0
+    )
+    r = run("sweep", scenario, "--set", "workloads.chat.users=100,400", "--jobs", "0", "--out", out)
+    assert r.exit_code == 0 and out.read_text() == ref.read_text()
+    assert run("sweep", scenario, "--set", "workloads.chat.users=1", "--jobs", "-1").exit_code == 2
+
+
 def test_ctrl_c_is_not_taken_by_the_search():
     """CP-SAT would catch SIGINT, stop early and return a plan that is not the cheapest: the
     planner's solver leaves Ctrl-C to the command."""

@@ -125,10 +125,10 @@ def compare_cmd(ctx, scenario_file, by, fmt, out):
 )
 @click.option(
     "--jobs",
-    type=click.IntRange(1, 1024),
+    type=click.IntRange(0, 1024),
     default=1,
     show_default=True,
-    help="Local processes solving points in parallel (this one and N-1 workers).",
+    help="Local processes solving points in parallel (this one and N-1 workers; 0: one per core).",
 )
 @click.option(
     "--cluster",
@@ -150,6 +150,9 @@ def sweep_cmd(ctx, scenario_file, sets, samples, seed, jobs, cluster, resume, fm
     when all are done; a progress bar shows on a terminal."""
     if not sets and not samples:
         raise click.UsageError("give --set KEY=V1,V2,... and/or --samples K")
+    from ..workers import processes
+
+    jobs = processes(jobs)
     if cluster is None:
         from ..workers import prestart
 
