@@ -96,7 +96,7 @@ def _why(c: Case, err: float, share: float | None = None) -> str:
     """A short, automatic reading of why a row misses (where a known effect applies);
     ``share``: a closed-loop TTFT's share of its client's measured cycle (ttft_cycle)."""
     notes = c.row.get("notes", "")
-    reasons = [share_note(share)] if share is not None and share_note(share) else []
+    reasons = [note] if (note := share_note(share)) else []
     if "QUEUEING-DOMINATED" in notes:
         reasons.append("TTFT at saturation is queueing for memory slots (lockstep waves)")
     if c.kind == "offline" and c.batch >= 2048:

@@ -68,10 +68,10 @@ def share_table(cases: list[Case], err: np.ndarray) -> list[list]:
     return rows
 
 
-def share_note(share: float) -> str:
-    """The worst-rows table's reading of a row with that share ('' at or above
-    :data:`DECODE_SETS`)."""
-    if share >= DECODE_SETS:
+def share_note(share: float | None) -> str:
+    """The worst-rows table's reading of a row with that share ('' for none, or one at or
+    above :data:`DECODE_SETS`)."""
+    if share is None or share >= DECODE_SETS:
         return ""
     return (
         f"TTFT is {share:.1%} of a client's measured cycle: the run's rate is set by decode, "

@@ -68,14 +68,15 @@ def done_with(pool: Executor, stopped: bool = False) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
-_LOKY_JOBS: set[int] = set()  # the loky executors this process has started, by jobs
+_LOKY: Executor | None = None  # loky's reusable executor, once this process has started it
 
 
 def _loky(jobs: int) -> Executor:
+    global _LOKY
     from joblib.externals.loky import get_reusable_executor
 
-    _LOKY_JOBS.add(jobs)
-    return get_reusable_executor(max_workers=jobs - 1)
+    _LOKY = get_reusable_executor(max_workers=jobs - 1)
+    return _LOKY
 
 
 def prestart(jobs: int) -> None:
@@ -94,10 +95,11 @@ def _warm() -> None:
     gpu_catalog()
 
 
-def release(jobs: int) -> None:
-    """Stop loky's workers now, without waiting for each to wind its interpreter down (a
-    command that exits next would otherwise wait about a fifth of a second for them)."""
-    if jobs in _LOKY_JOBS:
-        _LOKY_JOBS.discard(jobs)
-        _loky(jobs).shutdown(wait=True, kill_workers=True)
-        _LOKY_JOBS.discard(jobs)
+def release() -> None:
+    """Stop loky's workers now, if this process started them, without waiting for each to
+    wind its interpreter down (a command that exits next would otherwise wait about a fifth
+    of a second for them)."""
+    global _LOKY
+    if _LOKY is not None:
+        _LOKY.shutdown(wait=True, kill_workers=True)
+        _LOKY = None

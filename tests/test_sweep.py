@@ -60,7 +60,7 @@ def test_rows_are_identical_whatever_the_backend(scenario, tmp_path, monkeypatch
         monkeypatch.setattr(planner.workers, "forks", lambda f=forks: f)
         out = tmp_path / f"{name}.csv"
         s = sweep(scenario, SETS, out=out, **kw)
-        planner.workers.release(kw.get("jobs", 1))
+        planner.workers.release()
         texts[name] = out.read_text()
         assert not (tmp_path / f"{name}.csv.partial").exists()
         assert [p.index for p in s.points] == list(range(6))

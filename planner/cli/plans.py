@@ -180,7 +180,7 @@ def sweep_cmd(ctx, scenario_file, sets, samples, seed, jobs, cluster, resume, fm
     if cluster is None:
         from ..workers import release
 
-        release(jobs)
+        release()
     click.echo(dump(s.to_dict()) if fmt == "json" else sweep_table(s))
     if not s.feasible:
         sys.exit(EXIT_INFEASIBLE)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from tabulate import tabulate
 
 from ..results import Comparison, Plan, PlanResult, Sweep
@@ -61,11 +63,7 @@ def _assign_rows(p: Plan) -> list[list]:
 def _band_line(p: Plan) -> str | None:
     """Each row's p10-p90 (the estimator's cross-validated error, ``bands``): a language
     model's TTFT and per-user speed, another family's pass; None where no row has one."""
-    many = {
-        a.workload
-        for a in p.assignments
-        if sum(b.workload == a.workload for b in p.assignments) > 1
-    }
+    rows = Counter(a.workload for a in p.assignments)
     parts = []
     for a in p.assignments:
         b = a.bands or {}
@@ -79,7 +77,7 @@ def _band_line(p: Plan) -> str | None:
             continue
         where = (
             f" ({a.replicas}x{a.gpus_per_replica} {a.gpu} {a.split()})"
-            if a.workload in many
+            if rows[a.workload] > 1
             else ""
         )
         parts.append(f"{a.workload}{where} {what}")
