@@ -198,6 +198,29 @@ def test_a_solve_from_the_command_line_loads_neither_scipy_nor_pandas():
     assert out.stderr.strip().splitlines()[-1] == "[]"
 
 
+def test_the_command_line_tunes_its_own_collector_and_the_library_does_not():
+    """The script raises the young-generation trigger for its own process; a notebook that
+    imports the planner and solves keeps Python's collector settings."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "two-workloads.yaml"
+    code = (
+        "import gc, sys; before = gc.get_threshold(); import planner\n"
+        "planner.solve(planner.load_scenario(sys.argv[1]), top=1)\n"
+        "print(gc.get_threshold() == before)\n"
+        "from planner.cli import GC_THRESHOLD, run; sys.argv = ['planner', '--version']\n"
+        "try:\n    run()\nexcept SystemExit as e:\n    code = e.code\n"
+        "print(gc.get_threshold()[0] == GC_THRESHOLD, code)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(scenario)], capture_output=True, text=True, check=True
+    )
+    lines = out.stdout.strip().splitlines()
+    assert (lines[0], lines[-1]) == ("True", "True 0")
+
+
 def test_operating_points_computed_together_equal_one_at_a_time():
     from planner.capacity import _operating_point, operating_points
 
