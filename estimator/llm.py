@@ -349,6 +349,9 @@ class Estimate:
     memory_gb: MemoryBox
     max_batch: int
     prefill_s: float
+    # what the serving stack adds to a first token beyond the GPU's prefill (HTTP,
+    # tokenising, admission, streaming it back: Efficiency.request_overhead_ms); in ttft_s
+    serving_stack_s: float
     ttft_s: float
     tpot_s: float
     per_user_tokens_per_s: float
@@ -411,7 +414,8 @@ def estimate_replica(
     tpot = float(dec.total)
     prefill_s = float(pre.total)
     # the prefill pass itself samples the first token; the serving stack adds its own time
-    ttft = prefill_s + ev.machine.eff.request_overhead_ms * 1e-3
+    stack_s = ev.machine.eff.request_overhead_ms * 1e-3
+    ttft = prefill_s + stack_s
     e2e = ttft + (o - 1) * tpot
     cycle = prefill_s + (o - 1) * tpot
     replica_out = b * o / cycle
@@ -457,6 +461,7 @@ def estimate_replica(
         memory_gb=box,
         max_batch=max_b,
         prefill_s=prefill_s,
+        serving_stack_s=stack_s,
         ttft_s=ttft,
         tpot_s=tpot,
         per_user_tokens_per_s=1.0 / tpot,

@@ -63,6 +63,18 @@ def test_estimate_table_draws_pictures():
         assert word in r.output
 
 
+def test_estimate_table_shows_the_serving_stacks_share_of_ttft():
+    """The one-line split of an idle replica's TTFT: the prefill, then what the engine's
+    own server adds (its fitted time), which add up to the TTFT shown."""
+    for engine in ("sglang", "vllm"):
+        d = json.loads(run(*BASE, "--engine", engine, "--format", "json").output)
+        text = run(*BASE, "--engine", engine).output
+        line = next(x for x in text.splitlines() if x.startswith("serving stack's time"))
+        want = f"{d['serving_stack_s'] * 1e3:.1f} ms" if d["serving_stack_s"] else "0 (none"
+        assert f"({engine})" in line and want in line
+        assert d["ttft_s"] == pytest.approx(d["prefill_s"] + d["serving_stack_s"])
+
+
 def test_model_that_does_not_fit_says_by_how_much():
     r = CliRunner().invoke(
         main,

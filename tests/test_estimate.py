@@ -100,6 +100,19 @@ def test_prefill_compute_bound_hand_computed(h100):
     assert st.bottleneck() == "compute"
 
 
+def test_ttft_is_the_prefill_plus_the_serving_stacks_fitted_time(h100):
+    """An idle replica's first token: the prefill pass samples it, and the engine's own
+    server adds its fitted time, which the estimate reports on its own line."""
+    m = get_model("llama-3.1-8b")
+    w = Workload(input_tokens=128, output_tokens=64)
+    for engine in ("sglang", "vllm"):
+        e = estimate_replica(m, h100, Parallel(), w, engine=engine)
+        stack = efficiency_for(efficiency_key(h100), engine=engine).request_overhead_ms * 1e-3
+        assert e.serving_stack_s == stack
+        assert e.ttft_s == pytest.approx(e.prefill_s + stack, rel=1e-12)
+    assert stack == 0.0  # vLLM's server: no published one-client TTFTs fit it
+
+
 def test_more_bandwidth_never_slows_decode(llama70, h100):
     fast = h100.model_copy(update={"memory_bandwidth_gb_s": h100.memory_bandwidth_gb_s * 1.5})
     b = np.array([1, 4, 16, 64, 256])
