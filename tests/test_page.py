@@ -285,6 +285,23 @@ def metric(pg, key: str) -> str:
     return loc.get_attribute("data-value")
 
 
+def test_modelling_ttft_card_names_the_serving_stacks_share(page, server):
+    """The TTFT card says what the engine's own server adds (the CLI's line of its own):
+    under SGLang its fitted time, under vLLM (none fitted) nothing."""
+    for engine in ("sglang", "vllm"):
+        page.goto(f"{server}/#tab=modelling&model=llama-3.1-8b&gpu=h100-sxm&engine={engine}")
+        page.reload()
+        cli = cli_json(
+            "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", engine
+        )
+        metric(page, "ttft_s")
+        label = page.locator('section:not([hidden]) [data-metric="ttft_s"] .k').first.inner_text()
+        stack = cli["serving_stack_s"] * 1e3
+        assert ("serving stack" in label) == (stack > 0), label
+        if stack:
+            assert f"{stack:.0f} ms" in label or f"{stack:.1f} ms" in label, label
+
+
 def test_modelling_shows_the_clis_numbers_and_moves_with_a_slider(page, server):
     page.goto(f"{server}/#tab=modelling&model=llama-3.1-8b&gpu=h100-sxm&batch=16&input-tokens=512")
     cli = cli_json(*EST_8B)

@@ -310,7 +310,7 @@ async function runEstimate() {
   if (e.tpot_s !== undefined) {
     const b = e.bands || {};
     cards.push(
-      card("ttft_s", "time to first token (all prompts at once)", e.ttft_s, fmt(e.ttft_s * 1e3, " ms"), bandText(b.ttft_s, 1e3, " ms")),
+      card("ttft_s", "time to first token (all prompts at once" + (e.serving_stack_s ? "; serving stack " + fmt(e.serving_stack_s * 1e3, " ms") : "") + ")", e.ttft_s, fmt(e.ttft_s * 1e3, " ms"), bandText(b.ttft_s, 1e3, " ms")),
       card("tpot_s", "time per output token", e.tpot_s, fmt(e.tpot_s * 1e3, " ms"), bandText(b.tpot_s, 1e3, " ms")),
       card("per_user_tokens_per_s", "per-user speed", e.per_user_tokens_per_s, fmt(e.per_user_tokens_per_s, " tok/s"), bandText(b.per_user_tokens_per_s, 1, " tok/s")),
       card("output_tokens_per_s", "replica tokens/s (with prefill)", e.output_tokens_per_s, fmt(e.output_tokens_per_s, " tok/s"), bandText(b.output_tokens_per_s, 1, " tok/s")),
