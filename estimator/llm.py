@@ -29,9 +29,8 @@ from .parallel import Parallel, check_block_quant, check_split
 from .roofline import ACT_BYTES, Machine, StepTimes, slower
 from .routing import expert_touch, ranks_reached
 
-EMBED_BYTES = (
-    2.0  # quantisation recipes (AWQ, GPTQ, ModelOpt FP8/FP4) keep embeddings and lm_head 16-bit
-)
+# quantisation recipes (AWQ, GPTQ, ModelOpt FP8/FP4) keep embeddings and lm_head 16-bit
+EMBED_BYTES = 2.0
 
 
 class Workload(BaseModel):
@@ -349,9 +348,7 @@ class Estimate:
     memory_gb: MemoryBox
     max_batch: int
     prefill_s: float
-    # what the serving stack adds to a first token beyond the GPU's prefill (HTTP,
-    # tokenising, admission, streaming it back: Efficiency.request_overhead_ms); in ttft_s
-    serving_stack_s: float
+    serving_stack_s: float  # of ttft_s, the serving stack's (Efficiency.request_overhead_ms)
     ttft_s: float
     tpot_s: float
     per_user_tokens_per_s: float
