@@ -44,10 +44,11 @@ def replica_set(c: Case) -> bool:
 
 def in_band(kind: str, c: Case) -> bool:
     """Whether row ``c`` counts in band ``kind``: 'ttft' (the replica's, people's), and
-    'ttft_waves' (a synchronised harness's: closed loops of several clients, read when an
-    estimate is asked for that arrival pattern); the other kinds take every row of theirs."""
+    'ttft_waves' (a synchronised harness's: closed loops of several clients in waves, read
+    when an estimate is asked for that arrival pattern; a loop that draws its lengths is
+    neither); the other kinds take every row of theirs."""
     if kind == "ttft_waves":
-        return c.metric == "ttft_ms" and not replica_set(c)
+        return c.metric == "ttft_ms" and not replica_set(c) and c.arrivals == "waves"
     return band_kind(c.metric) == kind and (kind != "ttft" or replica_set(c))
 
 

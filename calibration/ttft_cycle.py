@@ -68,12 +68,12 @@ def share_table(cases: list[Case], err: np.ndarray) -> list[list]:
     return rows
 
 
-def share_note(share: float | None) -> str:
+def share_note(share: float | None, arrivals: str = "waves") -> str:
     """The worst-rows table's reading of a row with that share ('' for none, or one at or
-    above :data:`DECODE_SETS`)."""
+    above :data:`DECODE_SETS`), scored with ``arrivals`` (Case.arrivals)."""
     if share is None or share >= DECODE_SETS:
         return ""
     return (
         f"TTFT is {share:.1%} of a client's measured cycle: the run's rate is set by decode, "
-        "its TTFT by how the harness's prompts queue (waves assumed)"
+        f"its TTFT by how the harness's prompts queue ({arrivals} assumed)"
     )

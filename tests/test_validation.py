@@ -68,9 +68,16 @@ def test_each_band_holds_the_rows_of_its_regime(report):
     ok = np.isfinite(ratio) & (ratio > 0)
     ttft = ok & np.array([c.metric == "ttft_ms" for c in cases])
     bands = calibration()["error_bands"]
-    # the two TTFT bands share out every usable TTFT row: the replica's (one client, or a
-    # request rate) and the harnesses' (closed loops of several clients)
-    assert bands["ttft"]["all"]["n"] + bands["ttft_waves"]["all"]["n"] == ttft.sum()
+    # the two TTFT bands and the closed loops that draw their lengths (scored with spread
+    # arrivals, in neither band) share out every usable TTFT row: the replica's (one client,
+    # or a request rate) and the synchronised harnesses' (several clients in waves)
+    drawn = sum(
+        bool(k) and c.kind == "closed" and c.clients > 1 and c.arrivals == "spread"
+        for c, k in zip(cases, ttft, strict=True)
+    )
+    assert drawn > 0
+    n = bands["ttft"]["all"]["n"] + bands["ttft_waves"]["all"]["n"]
+    assert n + drawn == ttft.sum()
     alone = sum(
         bool(k) and (c.kind == "open" or c.clients <= 1) for c, k in zip(cases, ttft, strict=True)
     )
@@ -322,16 +329,25 @@ def _curve_ttft_ms(case, users: int, serving) -> float:
 def test_validate_scores_closed_loop_rows_with_the_sizing_load_curve(report):
     """The very code `curve`/`estimate`/`solve` use: a published closed-loop TTFT row scored by
     validate equals `estimator.curve` for the same replica, lengths, users and the harness's
-    arrivals (waves)."""
+    arrivals: waves where its lengths are fixed, spread where it draws them (its clients
+    fall out of step), and the two differ at several clients."""
+    from calibration.cases import VARIABLE_LENGTHS
     from estimator.load import ServingOptions
 
-    case = next(
-        c for c in report.cases
-        if c.kind == "closed" and c.metric == "ttft_ms" and c.replicas == 1
-    )  # fmt: skip
     p = current_params(sorted({c.family for c in report.cases}))
-    want = _curve_ttft_ms(case, int(case.clients), ServingOptions(arrivals="waves"))
-    assert serving_metric(case, p) == pytest.approx(want, rel=1e-6)
+    for arrivals in ("waves", "spread"):
+        case = next(
+            c for c in report.cases
+            if c.kind == "closed" and c.metric == "ttft_ms" and c.replicas == 1
+            and c.clients > 1 and c.clients == int(c.clients) and c.arrivals == arrivals
+        )  # fmt: skip
+        assert (VARIABLE_LENGTHS in case.row["notes"]) == (arrivals == "spread")
+        want = _curve_ttft_ms(case, int(case.clients), ServingOptions(arrivals=arrivals))
+        other = "waves" if arrivals == "spread" else "spread"
+        assert serving_metric(case, p) == pytest.approx(want, rel=1e-6)
+        assert want != pytest.approx(
+            _curve_ttft_ms(case, int(case.clients), ServingOptions(arrivals=other)), rel=1e-3
+        )
 
 
 def test_fit_runs_on_a_handful_of_rows(report):
