@@ -183,8 +183,9 @@ _SERVING_OPTIONS = [
         type=click.Choice(["spread", "waves"]),
         default="spread",
         show_default=True,
-        help="How requests arrive: spread in time (people), or in the synchronised waves of "
-        "a benchmark harness (all clients at once, fixed lengths, no think time).",
+        help="How requests arrive: spread in time (people, or a benchmark that draws each "
+        "request's lengths), or in the synchronised waves of a benchmark harness of fixed "
+        "lengths (all clients at once, no think time).",
     ),
     click.option(
         "--prefix-hit-rate",
