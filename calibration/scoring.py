@@ -1,8 +1,9 @@
 """Scoring a serving row with the estimator's own load curve (``estimator.curves.load_curve``,
 the one ``solve``, ``curve`` and ``estimate`` use): a closed loop at the row's clients per
-replica, with the harness's arrival pattern (synchronised waves, no think time); an open loop
-at its request rate (spread arrivals, ``estimator.harness.rate_point``). The fit evaluates
-the same harness formulas (``estimator.harness``) on its decomposed steps."""
+replica, with the harness's arrival pattern (``Case.arrivals``: synchronised waves where its
+lengths are fixed, spread where it draws them; no think time); an open loop at its request
+rate (spread arrivals, ``estimator.harness.rate_point``). The fit evaluates the harness
+formulas (``estimator.harness``) on its decomposed steps."""
 
 from __future__ import annotations
 
