@@ -12,6 +12,7 @@ Run: python benchmarks/harness_waves.py [source substring] [max clients]
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import numpy as np
 
@@ -42,7 +43,7 @@ def main(source: str = "docs.nvidia.com/nim", most: int = 100) -> None:
         st = prepare_steps(ev, c.isl, c.osl, ServingOptions(arrivals="waves"))
         n = int(c.clients)
         sim = simulate(st, n, 0.0, requests=4 * n, warmup=2 * n, start="together")
-        waves = serving_metric(c, params)
+        waves = serving_metric(replace(c, arrivals="waves"), params)  # as the formula reads it
         err_w.append(abs(waves / c.measured - 1))
         err_s.append(abs(sim.ttft_mean_s * 1e3 / c.measured - 1))
         name = c.row["model"].split("/")[-1][:28]

@@ -56,7 +56,8 @@ def error_bands(cases: list[Case], cv_pred: np.ndarray) -> dict:
     """{kind: {"all": {n, p5, ..., p95}, class: {...}, "class/family": {...}}} of measured /
     predicted (class: :func:`estimator.bands.model_class`), each group with enough rows.
     TTFT's come from the rows whose TTFT the replica sets (:func:`replica_set`), and
-    'ttft_waves' from the others: a synchronised harness's (``arrivals="waves"``)."""
+    'ttft_waves' from the closed loops of several clients in waves: a synchronised harness's
+    (``arrivals="waves"``; a loop that draws its lengths is in neither)."""
     measured = np.array([c.measured for c in cases])
     ratio = measured / cv_pred
     ok = np.isfinite(ratio) & (ratio > 0)

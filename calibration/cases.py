@@ -41,9 +41,9 @@ COLUMNS = [
 # A closed loop whose harness draws each request's lengths (sglang.bench_serving's random
 # dataset from [1, nominal], ShareGPT): its clients' cycles differ, so they fall out of step
 # within a cycle or two and their prompts arrive spread in time, not in waves (lockstep
-# needs identical cycles). Scored with spread arrivals, the 35 such TTFTs read 38.0 -> 33.6%
-# median leave-one-source-out (all TTFTs 35.6 -> 34.8%, p90 214 -> 176%); the fit's
-# surrogate (calibration.batch) still reads them with the harness formulas
+# needs identical cycles). Scored with spread arrivals, the 22 such TTFTs of several clients
+# read 55.0 -> 32.8% median leave-one-source-out (all TTFTs 35.6 -> 33.7%, p90 214 -> 176%);
+# the fit's surrogate (calibration.batch) still reads them with the harness formulas
 VARIABLE_LENGTHS = "VARIABLE LENGTHS"
 
 # Rows the fit leaves out (still reported): their number is dominated by something the
@@ -402,7 +402,7 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         kind, b, clients = "open", 1.0, 1.0  # the load model finds the batch the rate sustains
     elif conc is None:
         kind, b, clients = "offline", max_b, float(max_b)
-    else:  # fixed-length closed loop: lockstep waves of at most max_b running sequences
+    else:  # a closed loop: its clients per replica, at most max_b of them running
         kind, clients = "closed", conc / par.replicas
         in_flight = _float(row.get("mean_in_flight"))
         if in_flight and in_flight < conc:
@@ -449,7 +449,10 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         ev=ev,
         frontend=frontend_of(row.get("framework", ""), engine),
         rate=(rate or 0.0) / par.replicas,
-        arrivals="spread" if kind == "closed" and VARIABLE_LENGTHS in notes else "waves",
+        # one client alone has no one to fall out of step with: the idle replica's TTFT
+        arrivals="spread"
+        if kind == "closed" and clients > 1 and VARIABLE_LENGTHS in notes
+        else "waves",
     )
     ctx = isl + osl / 2
     case.dec = _decompose(ev, ev1, lambda e: e.decode_step(b, ctx))

@@ -31,7 +31,7 @@ def band_factors(kind: str, gpu: Accelerator, model=None, arrivals: str = "sprea
     """{'p5', ..., 'p95', 'n', 'group', 'kind'} for 'throughput', 'ttft' or 'tpot' of ``model`` (its
     class; None: every class) on ``gpu``, from the narrowest group with data; None without
     data. ``arrivals`` 'waves': TTFT under a synchronised benchmark harness, whose own queue
-    the published closed loops of several clients measure ('ttft_waves')."""
+    the published fixed-length closed loops of several clients measure ('ttft_waves')."""
     bands = calibration().get("error_bands") or {}
     if kind == "ttft" and arrivals == "waves" and "ttft_waves" in bands:
         kind = "ttft_waves"

@@ -199,8 +199,9 @@ def test_a_solve_from_the_command_line_loads_neither_scipy_nor_pandas():
 
 
 def test_the_command_line_tunes_its_own_collector_and_the_library_does_not():
-    """The script raises the young-generation trigger for its own process; a notebook that
-    imports the planner and solves keeps Python's collector settings."""
+    """The script raises the young-generation trigger for its own process and freezes what is
+    alive when its command ends; a notebook that imports the planner (its command line
+    included) and solves keeps Python's collector settings."""
     import subprocess
     import sys
     from pathlib import Path
@@ -209,10 +210,11 @@ def test_the_command_line_tunes_its_own_collector_and_the_library_does_not():
     code = (
         "import gc, sys; before = gc.get_threshold(); import planner\n"
         "planner.solve(planner.load_scenario(sys.argv[1]), top=1)\n"
-        "print(gc.get_threshold() == before)\n"
-        "from planner.cli import GC_THRESHOLD, run; sys.argv = ['planner', '--version']\n"
+        "from planner.cli import GC_THRESHOLD, run\n"
+        "print(gc.get_threshold() == before and gc.get_freeze_count() == 0)\n"
+        "sys.argv = ['planner', '--version']\n"
         "try:\n    run()\nexcept SystemExit as e:\n    code = e.code\n"
-        "print(gc.get_threshold()[0] == GC_THRESHOLD, code)"
+        "print(gc.get_threshold()[0] == GC_THRESHOLD and gc.get_freeze_count() > 0, code)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(scenario)], capture_output=True, text=True, check=True

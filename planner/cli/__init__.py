@@ -22,7 +22,19 @@ from .validation import calibrate_cmd, validate_cmd
 GC_THRESHOLD = 10_000  # allocations between young-generation collections (Python: 700)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The command group. A reader that goes away mid-output (``planner ... | head``) ends
+    the command with exit 0 and no traceback: click's own handler of a closed pipe exits 1."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # flush on exit: no-op
+            raise click.exceptions.Exit(0) from None
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--presets",
     "presets",

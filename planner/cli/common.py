@@ -4,6 +4,7 @@ and the option groups (one configuration, serving features, family workloads).""
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import math
 import sys
@@ -17,6 +18,9 @@ from estimator.errors import EstimatorError
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 
 EXIT_INFEASIBLE, EXIT_BAD_INPUT = 1, 2
+# the collector's settings as Python set them, before the script raises its trigger (run):
+# what a long-lived command (serve) goes back to
+PYTHON_GC_THRESHOLD = gc.get_threshold()
 MAX_GPUS = 4096  # GPUs in one estimate; a replica holds far fewer
 MAX_USERS = 10_000_000  # users on one curve
 

@@ -8,7 +8,7 @@ import click
 
 from estimator.errors import EstimatorError
 
-from .common import friendly_errors, presets_of
+from .common import PYTHON_GC_THRESHOLD, friendly_errors, presets_of
 
 
 def is_loopback(host: str) -> bool:
@@ -56,10 +56,15 @@ def serve_cmd(ctx, host, port, open_browser, allow_remote, timeout):
                 "this server; add --allow-remote to mean it"
             )
         click.echo(f"warning: serving on {host}, reachable beyond this machine", err=True)
+    import gc
     import threading
     import webbrowser
 
     import uvicorn
+
+    # a server runs for hours: it collects at Python's own pace, not the one-shot commands'
+    # (whose trigger would leave its cyclic garbage for millions of allocations)
+    gc.set_threshold(*PYTHON_GC_THRESHOLD)
 
     from ..web.app import create_app
 
