@@ -41,8 +41,8 @@ COLUMNS = [
 # A closed loop whose harness draws each request's lengths (sglang.bench_serving's random
 # dataset from [1, nominal], ShareGPT): its clients' cycles differ, so they fall out of step
 # within a cycle or two and their prompts arrive spread in time, not in waves (lockstep
-# needs identical cycles). Scored with spread arrivals, the 22 such TTFTs of several clients
-# read 55.0 -> 32.8% median leave-one-source-out (all TTFTs 35.6 -> 33.7%, p90 214 -> 176%);
+# needs identical cycles). Scored with spread arrivals, the 26 such TTFTs of several clients
+# read 59.2 -> 36.4% median leave-one-source-out (all TTFTs 36.4 -> 36.1%, p90 223 -> 176%);
 # the fit's surrogate (calibration.batch) still reads them with the harness formulas
 VARIABLE_LENGTHS = "VARIABLE LENGTHS"
 
