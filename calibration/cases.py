@@ -454,6 +454,8 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         if kind == "closed" and clients > 1 and VARIABLE_LENGTHS in notes
         else "waves",
     )
+    if case.arrivals == "spread":
+        assumptions.append("lengths drawn per request: clients out of step (spread arrivals)")
     ctx = isl + osl / 2
     case.dec = _decompose(ev, ev1, lambda e: e.decode_step(b, ctx))
     case.pre = _decompose(ev, ev1, lambda e: e.prefill(1, isl))
