@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from contextlib import contextmanager
 
 import click
 
@@ -22,16 +23,28 @@ from .validation import calibrate_cmd, validate_cmd
 GC_THRESHOLD = 10_000  # allocations between young-generation collections (Python: 700)
 
 
+@contextmanager
+def _reader_may_go():
+    """A reader that goes away mid-output (``planner ... | head``) ends the command with exit
+    0 and no traceback: click's own handler of a closed pipe exits 1."""
+    try:
+        yield
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # flush on exit: no-op
+        raise click.exceptions.Exit(0) from None
+
+
 class _Commands(click.Group):
-    """The command group. A reader that goes away mid-output (``planner ... | head``) ends
-    the command with exit 0 and no traceback: click's own handler of a closed pipe exits 1."""
+    """The command group: a closed pipe is no error, whether in a command's output or in
+    the parsing's own (``--help``, ``--version``)."""
+
+    def make_context(self, *args, **kwargs) -> click.Context:
+        with _reader_may_go():
+            return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx: click.Context):
-        try:
+        with _reader_may_go():
             return super().invoke(ctx)
-        except BrokenPipeError:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # flush on exit: no-op
-            raise click.exceptions.Exit(0) from None
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -97,9 +110,6 @@ def _command() -> int:
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)
         return 1
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # flush on exit: no-op
-        return 0
     finally:
         gc.freeze()
 
