@@ -113,11 +113,12 @@ def _why(c: Case, err: float, share: float | None = None) -> str:
     return "; ".join(reasons)
 
 
-def _cycle_section(cases: list[Case], err: np.ndarray) -> list[str]:
-    """Closed-loop TTFT by its share of the client's cycle (:mod:`calibration.ttft_cycle`)."""
+def _cycle_section(cases: list[Case], err: np.ndarray, shares: dict) -> list[str]:
+    """Closed-loop TTFT by its share of the client's cycle (:mod:`calibration.ttft_cycle`;
+    ``shares``: its cycle_shares of ``cases``)."""
     from tabulate import tabulate
 
-    rows = share_table(cases, err)
+    rows = share_table(cases, err, shares)
     if not rows:
         return []
     return [
@@ -257,7 +258,7 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         ),
         "",
     ]
-    lines += _cycle_section(rep.cases, err)
+    lines += _cycle_section(rep.cases, err, shares)
     if rep.skipped:
         from collections import Counter
 

@@ -46,10 +46,11 @@ def cycle_shares(cases: list[Case]) -> dict[int, tuple[float, int]]:
     return out
 
 
-def share_table(cases: list[Case], err: np.ndarray) -> list[list]:
+def share_table(cases: list[Case], err: np.ndarray, shares: dict | None = None) -> list[list]:
     """Rows of (share of cycle, TTFT rows, TTFT median abs. error, the same runs' throughput
-    median abs. error), from the errors ``err`` (percent, index for index with ``cases``)."""
-    shares = cycle_shares(cases)
+    median abs. error), from the errors ``err`` (percent, index for index with ``cases``);
+    ``shares``: :func:`cycle_shares` of ``cases``, where the caller has them."""
+    shares = cycle_shares(cases) if shares is None else shares
     rows = []
     for lo, hi in zip(BINS[:-1], BINS[1:], strict=True):
         pick = [(i, j) for i, (s, j) in shares.items() if lo <= s < hi]
