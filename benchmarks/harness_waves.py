@@ -20,8 +20,8 @@ from calibration import shipped_dir
 from calibration.cases import Case, load_rows, prepare
 from calibration.params import current_params
 from calibration.scoring import efficiency_of, serving_metric
-from estimator.load import ServingOptions, prepare_steps
 from estimator.simulate import simulate
+from estimator.steps import ServingOptions, prepare_steps
 
 
 def main(source: str = "docs.nvidia.com/nim", most: int = 100) -> None:

@@ -51,7 +51,7 @@ class Batch:
         )
         t_dec = self.dec.time(me, ce, *k, p.int4_stream)
         # a prompt's marginal prefill: one PP stage's share (prompts pipeline through the
-        # stages, as `estimator.load.prepare_steps` has it)
+        # stages, as `estimator.steps.prepare_steps` has it)
         s = (self.pre.all_compute / ce + self.pre.comm + self.pre.collectives * k[0]) / self.pp
         s_alone = self.pre.time(me, ce, *k, p.int4_stream)
         out = np.empty(len(self.cases))

@@ -13,7 +13,7 @@ from estimator import EstimatorError
 from estimator.curves import load_curve
 from estimator.efficiency import Efficiency
 from estimator.harness import rate_point
-from estimator.load import ServingOptions, prepare_steps
+from estimator.steps import ServingOptions, prepare_steps
 
 from .cases import Case
 

@@ -44,8 +44,8 @@ _WHERE = {
     "estimate_replica": ".llm",
     "expert_touch": ".routing",
     "parallel_for": ".llm",
-    "ServingOptions": ".load",
-    "Speculative": ".load",
+    "ServingOptions": ".steps",
+    "Speculative": ".steps",
     "LanguageModel": ".model",
     "Parallel": ".parallel",
     "check_split": ".parallel",
@@ -77,8 +77,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the names as if imported eag
     from .families import FamilyEstimate, FamilyOptions, family_catalog, get_family_model
     from .hardware import Accelerator
     from .llm import Estimate, Evaluator, Workload, estimate_replica, parallel_for
-    from .load import ServingOptions, Speculative
     from .model import LanguageModel
     from .parallel import Parallel, check_split
     from .resolve import all_model_names, get_any_model, get_model
     from .routing import expert_touch
+    from .steps import ServingOptions, Speculative

@@ -22,9 +22,10 @@ from .errors import EstimatorError
 from .families import FamilyEstimate, FamilyOptions, family_of
 from .hardware import Accelerator
 from .llm import Estimate, Evaluator, Workload, estimate_replica, parallel_for
-from .load import ServingOptions, parse_disaggregation, prepare_steps
+from .load import parse_disaggregation
 from .parallel import Parallel
 from .resolve import get_any_model, weights_for
+from .steps import ServingOptions, prepare_steps
 
 DEFAULT_IMAGE_SIDE = 1024  # vision-language: an image's side when none is given
 MAX_BATCH = 1_000_000  # sequences per replica; far beyond any engine's limit

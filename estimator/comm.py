@@ -9,6 +9,7 @@ of 1/domain of the data across nodes, all-gather inside the node).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -20,8 +21,8 @@ from .hardware import Accelerator
 @dataclass(frozen=True)
 class Link:
     kind: str
-    bandwidth: float  # bytes/s per GPU per direction
-    latency: float  # seconds per message step (alpha)
+    bandwidth: Any  # bytes/s per GPU per direction (float; an array when stacked)
+    latency: Any  # seconds per message step (alpha)
 
 
 def intra_link(gpu: Accelerator, eff: Efficiency) -> Link:
@@ -59,7 +60,7 @@ def group_link(gpu: Accelerator, n: int, eff: Efficiency) -> str:
     return intra_link(gpu, eff).kind if n <= domain(gpu) else "nic"
 
 
-def _ring_allreduce(n: int, msg, link: Link):
+def _ring_allreduce(n, msg, link: Link):
     """Ring all-reduce of ``msg`` bytes over ``n`` GPUs: 2(n-1)·α + 2(n-1)/n · M / B."""
     return 2 * (n - 1) * link.latency + 2 * (n - 1) / n * np.asarray(msg, float) / link.bandwidth
 
@@ -68,34 +69,91 @@ def _base(eff: Efficiency) -> float:
     return eff.collective_base_us * 1e-6
 
 
-def allreduce(gpu: Accelerator, n: int, msg, eff: Efficiency):
+@dataclass(frozen=True)
+class Fabric:
+    """The links one replica's collectives cross: its scale-up link, its NIC (None where
+    the preset has no scale-out network), the GPUs the scale-up link reaches, and each
+    collective's fixed launch cost. Its numbers may be arrays (one per GPU type: the
+    fabrics of one split on many types, :meth:`stack`), all of one shape."""
+
+    intra: Link
+    nic: Link | None
+    domain: Any  # GPUs without the NIC (int; an array when stacked)
+    base: Any  # seconds: a collective's fixed cost (Efficiency.collective_base_us)
+
+    @staticmethod
+    def of(gpu: Accelerator, eff: Efficiency) -> Fabric:
+        nic = nic_link(gpu, eff) if gpu.scale_out_gb_s else None
+        return Fabric(intra_link(gpu, eff), nic, domain(gpu), _base(eff))
+
+    @staticmethod
+    def stack(fabrics: list[Fabric]) -> Fabric:
+        """One fabric whose numbers are columns, a row per fabric given (every one with a
+        NIC, or none)."""
+
+        def col(values) -> np.ndarray:
+            return np.array(values, float)[:, None]
+
+        def links(ls: list[Link]) -> Link:
+            return Link(ls[0].kind, col([x.bandwidth for x in ls]), col([x.latency for x in ls]))
+
+        nics = [f.nic for f in fabrics]
+        if any(x is None for x in nics) and not all(x is None for x in nics):
+            raise ValueError("stacked fabrics either all have a NIC or none has")
+        return Fabric(
+            links([f.intra for f in fabrics]),
+            None if nics[0] is None else links(nics),  # type: ignore[arg-type]
+            np.array([f.domain for f in fabrics])[:, None],
+            col([f.base for f in fabrics]),
+        )
+
+    def inside(self, n: int) -> bool:
+        """Whether a group of ``n`` GPUs fits the scale-up domain (stacked: for every row,
+        which stacking keeps alike: :func:`regime`)."""
+        fits = np.asarray(n <= self.domain)
+        if fits.all() or not fits.any():
+            return bool(fits.all())
+        raise ValueError(f"stacked fabrics differ in whether {n} GPUs fit their domain")
+
+    def outer(self) -> Link:
+        if self.nic is None:
+            raise SplitError(
+                "no scale-out network in this GPU's preset: a replica must fit its domain"
+            )
+        return self.nic
+
+
+def regime(fab: Fabric, *groups: int) -> tuple[bool, ...]:
+    """Which of these group sizes fit ``fab``'s domain, and whether it has a NIC: fabrics
+    alike in these take the same branches (stack only such ones)."""
+    return (*(n <= fab.domain for n in groups), fab.nic is not None)
+
+
+def allreduce(fab: Fabric, n: int, msg):
     """Seconds for one all-reduce of ``msg`` bytes (per GPU) across ``n`` GPUs."""
     if n <= 1:
         return np.zeros_like(np.asarray(msg, float))
-    d = domain(gpu)
-    if n <= d:
-        return _base(eff) + _ring_allreduce(n, msg, intra_link(gpu, eff))
-    inner = min(d, n)
+    if fab.inside(n):
+        return fab.base + _ring_allreduce(n, msg, fab.intra)
+    inner = np.minimum(fab.domain, n)
     nodes = -(-n // inner)
     return (
-        2 * _base(eff)
-        + _ring_allreduce(inner, msg, intra_link(gpu, eff))
-        + _ring_allreduce(nodes, np.asarray(msg, float) / inner, nic_link(gpu, eff))
+        2 * fab.base
+        + _ring_allreduce(inner, msg, fab.intra)
+        + _ring_allreduce(nodes, np.asarray(msg, float) / inner, fab.outer())
     )
 
 
-def alltoall(gpu: Accelerator, n: int, msg, eff: Efficiency):
+def alltoall(fab: Fabric, n: int, msg):
     """Seconds for one all-to-all where each GPU sends ``msg`` bytes spread over the group:
     (n-1)·α + (n-1)/n · M / B, on the slowest link crossed."""
     if n <= 1:
         return np.zeros_like(np.asarray(msg, float))
-    link = intra_link(gpu, eff) if n <= domain(gpu) else nic_link(gpu, eff)
-    return (
-        _base(eff) + (n - 1) * link.latency + (n - 1) / n * np.asarray(msg, float) / link.bandwidth
-    )
+    link = fab.intra if fab.inside(n) else fab.outer()
+    return fab.base + (n - 1) * link.latency + (n - 1) / n * np.asarray(msg, float) / link.bandwidth
 
 
-def p2p(gpu: Accelerator, n_total: int, msg, eff: Efficiency):
+def p2p(fab: Fabric, n_total: int, msg):
     """Seconds to send ``msg`` bytes to the next pipeline stage (inside the domain or not)."""
-    link = intra_link(gpu, eff) if n_total <= domain(gpu) else nic_link(gpu, eff)
-    return _base(eff) + link.latency + np.asarray(msg, float) / link.bandwidth
+    link = fab.intra if fab.inside(n_total) else fab.outer()
+    return fab.base + link.latency + np.asarray(msg, float) / link.bandwidth

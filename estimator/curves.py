@@ -21,16 +21,14 @@ from .labels import Labelled
 from .llm import Evaluator, parallel_for
 from .load import (
     LoadPoint,
-    ServingOptions,
-    Steps,
     knee,
     load_point,
     max_users_fit,
     parse_disaggregation,
-    prepare_steps,
     saturation_rate,
 )
 from .resolve import get_model, weights_for
+from .steps import ServingOptions, Steps, prepare_steps
 
 DENSE_UP_TO = 64  # every user count up to here; beyond, 48 geometric points
 MAX_USERS = 10_000_000  # users on one curve

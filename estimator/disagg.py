@@ -9,8 +9,9 @@ import numpy as np
 
 from .fixed_point import rate_fixed_point
 from .llm import Evaluator
-from .load import PREFILL_WAIT_FACTOR, LoadPoint, Steps, decode_batch, within_slots
+from .load import PREFILL_WAIT_FACTOR, LoadPoint, decode_batch, within_slots
 from .queues import Repairman, tail_wait
+from .steps import Steps
 
 WAIT_ROUNDS = 60  # at most: the two queues' waits given a rate are a contraction
 WAIT_TOLERANCE = 1e-12

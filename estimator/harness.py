@@ -12,7 +12,7 @@
   arrive at a fixed rate, Poisson, whatever the replica does (``rate_point``).
 
 Real users' arrivals spread in time (``estimator.load``); ``waves_point`` is the same replica
-(the same :class:`~estimator.load.Steps`) under the harness's arrival pattern, chosen with
+(the same :class:`~estimator.steps.Steps`) under the harness's arrival pattern, chosen with
 ``ServingOptions(arrivals="waves")``. ``planner validate`` scores published rows with these
 (and its fit uses the same formulas on its decomposed steps).
 """
@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .load import LoadPoint, Steps, load_point
+from .load import LoadPoint, load_point
+from .steps import Steps
 
 
 @dataclass

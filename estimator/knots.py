@@ -1,5 +1,5 @@
 """The batch sizes at which a replica's per-iteration tables are kept, and reading a table
-between them (:class:`estimator.load.Steps` holds iteration seconds and memory at these)."""
+between them (:class:`estimator.steps.Steps` holds iteration seconds and memory at these)."""
 
 from __future__ import annotations
 

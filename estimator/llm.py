@@ -265,7 +265,7 @@ class Evaluator:
             moe_frac = m.num_moe_layers / m.num_layers
             msg = np.asarray(tokens, float) * m.hidden_size * ACT_BYTES
             reach = ranks_reached(m.moe.top_k, m.moe.num_experts, self.par.ep)
-            a2a = comm.alltoall(self.gpu, self.par.ep, msg * reach / self.tp, mc.eff)
+            a2a = comm.alltoall(mc.fabric, self.par.ep, msg * reach / self.tp)
             mlp = ar * (1 - moe_frac) + layers * moe_frac * 2 * a2a
         return attention + mlp + mc.pp_comm(tokens, m.hidden_size)
 

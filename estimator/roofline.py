@@ -12,7 +12,7 @@ per-sequence work. Language models (:mod:`estimator.llm`) and every other family
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from .hardware import Accelerator
 from .parallel import Parallel
 
 ACT_BYTES = 2.0  # activations travel in 16-bit between layers and over the links
+_EFF_FIELDS = tuple(f.name for f in fields(Efficiency))
 
 
 @dataclass
@@ -97,24 +98,46 @@ class Machine:
         self.peak_head = self.gpu.peak_flops(self.head_precision) * eff.compute
         self.peak_attn = self.gpu.peak_flops(self.attn_precision) * eff.compute
         self.bw = self.gpu.bandwidth_bytes_s * eff.memory
+        self.fabric = comm.Fabric.of(self.gpu, eff)
 
     def with_efficiency(self, eff: Efficiency) -> Machine:
         m = copy.copy(self)
         m._set(eff)
         return m
 
+    @staticmethod
+    def stack(machines: list[Machine]) -> Machine:
+        """One machine for the same split on several GPU types (every one's collectives in
+        the same regime: :func:`~estimator.comm.regime`): its peaks, bandwidth, efficiency
+        factors and links are columns, a row per machine, so a step over an array of batches
+        gives a row of step times per machine, each the number that machine gives alone."""
+        first = machines[0]
+        if any((m.tp, m.pp) != (first.tp, first.pp) for m in machines):
+            raise ValueError("stacked machines share one split")
+        out = copy.copy(first)
+
+        def col(values) -> np.ndarray:
+            return np.array(values, float)[:, None]
+
+        for name in ("peak", "peak_head", "peak_attn", "bw"):
+            setattr(out, name, col([getattr(m, name) for m in machines]))
+        out.eff = Efficiency(**{f: col([getattr(m.eff, f) for m in machines]) for f in _EFF_FIELDS})
+        out.fabric = comm.Fabric.stack([m.fabric for m in machines])
+        out.gpu = None  # many GPUs: what needs one reads the rows above
+        return out
+
     def tp_comm(self, tokens, hidden: int, layers: float, per_layer: int = 2):
         """Seconds of TP all-reduces: ``per_layer`` per layer of ``tokens × hidden`` values."""
         if self.tp == 1:
             return np.zeros_like(np.asarray(tokens, float))
         msg = np.asarray(tokens, float) * hidden * ACT_BYTES
-        return layers * per_layer * comm.allreduce(self.gpu, self.tp, msg, self.eff)
+        return layers * per_layer * comm.allreduce(self.fabric, self.tp, msg)
 
     def pp_comm(self, tokens, hidden: int):
         if self.pp == 1:
             return 0.0
         msg = np.asarray(tokens, float) * hidden * ACT_BYTES
-        return comm.p2p(self.gpu, self.gpus, msg, self.eff)
+        return comm.p2p(self.fabric, self.gpus, msg)
 
     def step(
         self,

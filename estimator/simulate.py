@@ -1,7 +1,7 @@
 """Discrete-event simulation of a continuous-batching scheduler: the reference the analytic
 load model (:mod:`estimator.load`) is tested against.
 
-Iteration by iteration, using the estimator's step times (:class:`estimator.load.Steps`):
+Iteration by iteration, using the estimator's step times (:class:`estimator.steps.Steps`):
 users in a closed loop (exponential think time, seeded); requests take a KV slot FCFS when
 one is free (at most ``slots``); each iteration runs one decode token for every decoding
 sequence (or a speculative step with a random number of accepted tokens) plus up to
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .load import Speculative, Steps
+from .steps import Speculative, Steps
 
 
 @dataclass

@@ -16,7 +16,8 @@ import numpy as np
 from estimator import Evaluator
 from estimator.bands import pessimistic_factor
 from estimator.curves import load_curve, users_past_saturation
-from estimator.load import Steps, load_point, prepare_steps, saturation_rate
+from estimator.load import load_point, saturation_rate
+from estimator.steps import Steps, prepare_steps_many
 
 from . import seat_search
 from .workloads import LLMWorkload
@@ -62,15 +63,32 @@ def steps_for(ev: Evaluator, w: LLMWorkload, part: tuple | None = None):
 
 
 def _steps_for(ev: Evaluator, w: LLMWorkload):
+    return _prepare([ev], w)[0]
+
+
+def prefetch_steps(evs: list[Evaluator], w: LLMWorkload, part: tuple | None = None) -> None:
+    """Remember :func:`steps_for` of many candidates of one workload, those not remembered
+    yet prepared together (:func:`~estimator.steps.prepare_steps_many`: one step-time call
+    per split for every GPU type, not one per candidate)."""
+    part = part or workload_part(w)
+    keys = [("steps", *replica_key(ev, w, part)) for ev in evs]
+    todo = {k: ev for k, ev in zip(keys, evs, strict=True) if k not in _MEMO}
+    if todo:
+        for k, st in zip(todo, _prepare(list(todo.values()), w), strict=True):
+            _remember(k, st)
+
+
+def _prepare(evs: list[Evaluator], w: LLMWorkload) -> list:
     vlm = w.vision_model
     if vlm is None or not w.images_per_request:
-        return prepare_steps(ev, w.input_tokens, w.output_tokens, w.serving())
+        return prepare_steps_many(evs, w.input_tokens, w.output_tokens, w.serving())
     width, height = w.image_size()
     vis, _ = vlm.tokens(width, height)
-    enc = float(vlm.vision_seconds(ev.gpu, ev.par, w.images_per_request, width, height))
-    return prepare_steps(
-        ev, w.input_tokens + w.images_per_request * vis, w.output_tokens, w.serving(), encoder_s=enc
-    )
+    enc = [
+        float(vlm.vision_seconds(ev.gpu, ev.par, w.images_per_request, width, height)) for ev in evs
+    ]
+    tokens = w.input_tokens + w.images_per_request * vis
+    return prepare_steps_many(evs, tokens, w.output_tokens, w.serving(), encoder_s=enc)
 
 
 def _proxy(st: Steps) -> tuple:

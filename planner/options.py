@@ -23,13 +23,20 @@ from estimator.families import family_of, get_family_model, is_family_model
 from estimator.resolve import weights_for
 
 from .candidates import Candidate, enumerate_candidates
-from .capacity import Capacity, llm_capacities, llm_capacity, pareto_splits, workload_part
+from .capacity import (
+    Capacity,
+    llm_capacities,
+    llm_capacity,
+    pareto_splits,
+    prefetch_steps,
+    workload_part,
+)
 from .costs import PER_TYPE_USD_PER_YEAR, Unit, gpu_unit, instance_unit, server_unit
 from .errors import ScenarioError
 from .family_capacity import FamilyCapacity
 from .kinds import KINDS, demand_of, family_capacity
 from .optimize import FleetModel, Limits, Option, Purchase, Solution, solve
-from .procurement import clouds, instances_for, server_catalog, servers_for
+from .procurement import check_clouds, instances_for, server_catalog, servers_for
 from .scenario import Scenario
 from .workloads import LLMWorkload
 
@@ -93,12 +100,15 @@ def _stage(searches: list[_LLMSearch], sizes: list[int]) -> list[tuple[_LLMSearc
     """The candidates to search for replicas of these sizes, each group's splits that no
     other beats (:func:`~planner.capacity.pareto_splits`), skipping the GPU types that have
     stopped growing."""
-    return [
-        (s, list(pareto_splits(members, s.w, s.part)))
+    groups = [
+        (s, members)
         for s in searches
         for (gpu, n), members in s.groups.items()
         if n in sizes and not s.stops(gpu, n)
     ]
+    for s in searches:  # every split's steps on every GPU type at once, per workload
+        prefetch_steps([ev for t, members in groups if t is s for _, ev in members], s.w, s.part)
+    return [(s, list(pareto_splits(members, s.w, s.part))) for s, members in groups]
 
 
 def _first(t: tuple):
@@ -223,7 +233,7 @@ class SearchSpace:
             u = gpu_unit(gpu, sc.cost)
             return ([u], "") if u else ([], f"no {basis} price in its preset")
         if basis == "rental":
-            self._check_clouds()
+            check_clouds(sc.cost.clouds or [], self.presets)
             found = instances_for(gpu.name, sc.cost.clouds, sc.cost.commitment, self.presets)
             units = [u for i in found if (u := instance_unit(i, gpu, sc.cost))]
             where = f" on {', '.join(sc.cost.clouds)}" if sc.cost.clouds else ""
@@ -251,19 +261,6 @@ class SearchSpace:
         if not servers:
             return [], "no server preset holds it (fleet.unit: gpu plans loose GPUs)"
         return [], "its server presets have no host price (fleet.unit: gpu plans loose GPUs)"
-
-    def _check_clouds(self) -> None:
-        """Unknown cloud names in cost.clouds are an input error that names the known ones."""
-        import difflib
-
-        known = clouds(self.presets)
-        for c in self.sc.cost.clouds or []:
-            if c not in known:
-                near = difflib.get_close_matches(c, known, n=1)
-                hint = f"; did you mean {near[0]}?" if near else ""
-                raise ScenarioError(
-                    f"cost.clouds: unknown cloud '{c}'{hint} (known: {', '.join(known)})"
-                )
 
     def per_gpu(self, gpu: str) -> Unit:
         """The unit of a GPU type with the least cost per GPU: the options' cost floor."""

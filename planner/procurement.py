@@ -158,3 +158,19 @@ def instances_for(
 
 def clouds(extra_dirs: tuple[str, ...] = ()) -> list[str]:
     return sorted({i.cloud for i in instances(extra_dirs)})
+
+
+def check_clouds(names: list[str], extra_dirs: tuple[str, ...] = ()) -> None:
+    """Unknown cloud names (a scenario's cost.clouds) are an input error that names the
+    known ones."""
+    import difflib
+
+    from .errors import ScenarioError
+
+    known = clouds(extra_dirs)
+    for c in names:
+        if c not in known:
+            near = difflib.get_close_matches(c, known, n=1)
+            hint = f"; did you mean {near[0]}?" if near else ""
+            listed = ", ".join(known)
+            raise ScenarioError(f"cost.clouds: unknown cloud '{c}'{hint} (known: {listed})")

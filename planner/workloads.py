@@ -11,7 +11,7 @@ from estimator.engines import ENGINES, KNOBS, SPEECH_ENGINES
 from estimator.errors import EstimatorError
 from estimator.families.asr import DEFAULT_ASR_ENGINE, asr_engine
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
-from estimator.load import ServingOptions, Speculative
+from estimator.steps import ServingOptions, Speculative
 
 from .errors import ScenarioError
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from estimator import Evaluator, Parallel, SplitError, get_gpu, get_model
 from estimator.disagg import disaggregated_point
-from estimator.load import ServingOptions, load_point, prepare_steps
+from estimator.load import load_point
+from estimator.steps import ServingOptions, prepare_steps
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "nemotron-h-8b", "deepseek-v3"]

@@ -5,16 +5,9 @@ import numpy as np
 import pytest
 
 from estimator import Evaluator, Parallel, get_gpu, get_model
-from estimator.load import (
-    ServingOptions,
-    Speculative,
-    knee,
-    load_point,
-    max_users_fit,
-    prepare_steps,
-    saturation_rate,
-)
+from estimator.load import knee, load_point, max_users_fit, saturation_rate
 from estimator.simulate import simulate
+from estimator.steps import ServingOptions, Speculative, prepare_steps
 
 GRID = np.unique(np.round(np.geomspace(1, 512, 19)).astype(int))  # 1,2,3,4,6,8,11,...,512
 
@@ -159,7 +152,7 @@ def test_prompts_pipeline_through_pp_stages_under_load():
     stages work on different prompts at once, so a prompt token's marginal cost is one
     stage's share (s_token)."""
     from estimator import Evaluator, Parallel, get_gpu, get_model
-    from estimator.load import prepare_steps
+    from estimator.steps import prepare_steps
 
     m, g = get_model("llama-3.1-70b"), get_gpu("h100-sxm")
     for pp in (1, 2, 4):
@@ -174,7 +167,8 @@ def test_a_lone_prompts_first_token_crosses_every_stage():
     """Under PP the replica's cost of a prompt is one stage's share, but the prompt's own
     first token waits for every stage: one user's TTFT is not PP times faster."""
     from estimator import Evaluator, Parallel, get_gpu, get_model
-    from estimator.load import load_point, prepare_steps
+    from estimator.load import load_point
+    from estimator.steps import prepare_steps
 
     m, g = get_model("llama-3.1-70b"), get_gpu("h100-sxm")
     ttft = {}

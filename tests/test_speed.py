@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from estimator import Evaluator, Parallel, get_gpu, get_model
-from estimator.load import ServingOptions, Steps, decode_batch, load_point, prepare_steps
+from estimator.load import decode_batch, load_point
+from estimator.steps import ServingOptions, Speculative, Steps, prepare_steps, prepare_steps_many
 from planner import capacity
 from planner.capacity import llm_capacities, scan_capacity
 from planner.workloads import LLMWorkload
@@ -104,6 +105,53 @@ def _least_root(table: np.ndarray, slots: int, k: float) -> float:
         return float(slots)
     j = below[0]
     return 0.0 if j == 0 else j - 1 + h[j - 1] / (h[j - 1] - h[j])
+
+
+@pytest.mark.parametrize(
+    ("model", "weights", "tokens", "opts"),
+    [
+        ("llama-3.3-70b", "fp8", (2000, 400), None),  # dense GQA, every split to 64 GPUs
+        ("deepseek-r1", "fp8", (2000, 4000), None),  # MLA + MoE: EP, attention-DP, the NIC
+        ("qwen3-30b-a3b", "int4", (16000, 800), ServingOptions(prefix_hit_rate=0.3)),
+        ("jamba-1.5-mini", "bf16", (3000, 300), ServingOptions(speculative=Speculative())),
+    ],
+)
+def test_steps_prepared_across_gpu_types_equal_each_alone(model, weights, tokens, opts):
+    """One evaluator per split whose GPU numbers are columns gives every candidate's steps
+    bit for bit (the same arithmetic element by element), whatever the GPU, its links and
+    the split's regime; an encoder's seconds apply per candidate."""
+    from estimator import gpu_catalog
+    from estimator.engines import configure
+    from planner.candidates import enumerate_candidates
+
+    gpus = list(gpu_catalog().items.values())
+    cands, _ = enumerate_candidates(get_model(model), gpus, 64, weights, "fp8", configure("vllm"))
+    evs = [ev for _, ev in cands]
+    assert len({ev.gpu.name for ev in evs}) > 10 and len({ev.par for ev in evs}) > 5
+    enc = np.linspace(0.0, 0.01, len(evs))
+    together = prepare_steps_many(evs, *tokens, opts, enc)
+    for ev, st, e in zip(evs, together, enc, strict=True):
+        alone = prepare_steps(ev, *tokens, opts, e)
+        for f in Steps.__dataclass_fields__:
+            a, b = getattr(alone, f), getattr(st, f)
+            assert np.shape(a) == np.shape(b) and np.array_equal(a, b), (ev.gpu.name, ev.par, f)
+
+
+def test_only_evaluators_alike_but_for_their_gpu_stack():
+    """A split whose group fits one GPU's scale-up domain and not another's takes other
+    branches: those evaluators are never stacked (prepare_steps_many keeps them apart)."""
+    from estimator.across_gpus import stack, stack_key
+
+    m = get_model("llama-3.1-70b")
+    nvl = Evaluator(m, get_gpu("gb200"), Parallel(tp=16), "fp8", "fp8")  # NVL72: inside
+    h100 = Evaluator(m, get_gpu("h100-sxm"), Parallel(tp=16), "fp8", "fp8")  # 8: the NIC
+    assert stack_key(nvl) != stack_key(h100)
+    with pytest.raises(ValueError, match="differ"):
+        stack([nvl, h100])
+    alone = [prepare_steps(ev, 1000, 200) for ev in (nvl, h100)]
+    assert [st.iter_table.tolist() for st in prepare_steps_many([nvl, h100], 1000, 200)] == [
+        st.iter_table.tolist() for st in alone
+    ]
 
 
 def test_decode_batch_binary_search_finds_the_least_root():
@@ -241,7 +289,7 @@ def test_wide_tables_on_batch_knots_match_every_whole_batch():
     decode step itself (DeepSeek-R1, attention-DP over 8 H200s: thousands of slots)."""
     from estimator import Evaluator, Parallel, get_gpu, get_model
     from estimator.knots import DENSE_KNOTS
-    from estimator.load import prepare_steps
+    from estimator.steps import prepare_steps
 
     ev = Evaluator(
         get_model("deepseek-r1"), get_gpu("h200"), Parallel(tp=8, attention_dp=True), "fp8", "fp8"

@@ -332,7 +332,7 @@ def test_validate_scores_closed_loop_rows_with_the_sizing_load_curve(report):
     arrivals: waves where its lengths are fixed, spread where it draws them (its clients
     fall out of step), and the two differ at several clients."""
     from calibration.cases import VARIABLE_LENGTHS
-    from estimator.load import ServingOptions
+    from estimator.steps import ServingOptions
 
     p = current_params(sorted({c.family for c in report.cases}))
     for arrivals in ("waves", "spread"):
@@ -457,7 +457,7 @@ def test_open_loop_rows_are_scored_with_the_sizing_load_curve(report):
     """A published run at a fixed request rate (Poisson arrivals) is scored with the very
     load curve `curve`/`solve` use, for very many users whose think time sends that rate."""
     from estimator.harness import OPEN_LOOP_USERS
-    from estimator.load import ServingOptions
+    from estimator.steps import ServingOptions
 
     case = next(c for c in report.cases if c.kind == "open" and c.metric == "ttft_ms")
     assert not case.fit  # scored, not fitted
@@ -524,7 +524,7 @@ def test_an_estimate_under_a_harness_carries_the_harness_band():
     harnesses' rows; one under spread arrivals (people) the replica's; the other numbers'
     bands are the same under both."""
     from estimator import curve as load_curve
-    from estimator.load import ServingOptions
+    from estimator.steps import ServingOptions
 
     def curve(arrivals):
         return load_curve(
