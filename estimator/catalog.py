@@ -24,6 +24,7 @@ from .hardware import Accelerator
 from .hf_config import model_from_config
 from .lookup import GpuCatalog, ModelCatalog
 from .model import LanguageModel
+from .yaml_cache import ParsedYaml
 
 
 class Published(BaseModel):
@@ -76,9 +77,18 @@ def read_text(path: Path) -> str:
         raise EstimatorError(f"cannot read {path}: {e.strerror}") from None
 
 
-def _parse(text: str, path: Path) -> Any:
+def _yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_LOADER)
+
+
+def _load(text: str, cache: ParsedYaml | None) -> Any:
+    """The YAML ``text`` parsed (remembered in ``cache``, if one is given)."""
+    return cache.parse(text, _yaml) if cache else _yaml(text)
+
+
+def _parse(text: str, path: Path, cache: ParsedYaml | None = None) -> Any:
     try:
-        return yaml.load(text, Loader=_LOADER)
+        return _load(text, cache)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -93,13 +103,31 @@ def _validation_message(path: Path, e: ValidationError, prefix: str = "") -> str
     return f"{path}: invalid preset\n" + "\n".join(lines)
 
 
-def _files(kind: str, extra_dirs: tuple[str, ...]) -> list[Path]:
+def _dirs(kind: str, extra_dirs: tuple[str, ...]) -> list[Path]:
     dirs = [shipped_dir() / kind]
     for d in user_dirs(extra_dirs):
         if not d.is_dir():
             raise EstimatorError(f"presets folder not found: {d}")
         sub = d / kind
         dirs.append(sub if sub.is_dir() else d)
+    return dirs
+
+
+def parsed_cache(kind: str, extra_dirs: tuple[str, ...], part: str = "files") -> ParsedYaml:
+    """The remembered parses of a catalogue's files (``part``: whole files, or heads)."""
+    where = "|".join(str(d.resolve()) for d in _dirs(kind, extra_dirs))
+    return ParsedYaml(f"{kind}:{part}:{where}")
+
+
+def read_catalogue(kind: str, extra_dirs: tuple[str, ...]) -> list[tuple[Path, Any]]:
+    """Every YAML file of a catalogue (shipped, then the user's folders), parsed
+    (remembered between runs by each text's digest: :mod:`estimator.yaml_cache`)."""
+    with parsed_cache(kind, extra_dirs) as cache:
+        return [(p, _parse(read_text(p), p, cache)) for p in _files(kind, extra_dirs)]
+
+
+def _files(kind: str, extra_dirs: tuple[str, ...]) -> list[Path]:
+    dirs = _dirs(kind, extra_dirs)
     out: list[Path] = []
     for d in dirs:
         out.extend(sorted(p for p in d.glob("*.yaml") if p.is_file()))
@@ -111,8 +139,7 @@ def _files(kind: str, extra_dirs: tuple[str, ...]) -> list[Path]:
 def gpu_catalog(extra_dirs: tuple[str, ...] = ()) -> GpuCatalog[Accelerator]:
     items: dict[str, Accelerator] = {}
     aliases: dict[str, str] = {}
-    for path in _files("gpus", extra_dirs):
-        data = read_yaml(path)
+    for path, data in read_catalogue("gpus", extra_dirs):
         entries = data if isinstance(data, list) else [data]
         for i, entry in enumerate(entries):
             try:
@@ -158,13 +185,15 @@ def _model_preset(path: Path, data: Any) -> ModelPreset:
         raise EstimatorError(_validation_message(path, e)) from None
 
 
-def preset_head(text: str) -> dict | None:
+def preset_head(text: str, cache: ParsedYaml | None = None) -> dict | None:
     """The keys of a preset file before its ``config:`` (a diffusion pipeline's
     ``components:``): name, aliases, family... where they give a name and a list of string
     aliases (None otherwise: read the whole file)."""
     cut = _CONFIG.search(text)
+    if not cut:
+        return None
     try:
-        head = yaml.load(text[: cut.start()], Loader=_LOADER) if cut else None
+        head = _load(text[: cut.start()], cache)
     except yaml.YAMLError:
         return None
     if not isinstance(head, dict) or not isinstance(head.get("name"), str):
@@ -175,10 +204,10 @@ def preset_head(text: str) -> dict | None:
     return head
 
 
-def _head(path: Path, text: str) -> tuple[str, list]:
+def _head(path: Path, text: str, cache: ParsedYaml) -> tuple[str, list]:
     """A model preset's name and aliases from the lines before its ``config:`` (the whole
     file, validated, where those lines do not give them)."""
-    head = preset_head(text)
+    head = preset_head(text, cache)
     if head is not None:
         return head["name"], head.get("aliases", [])
     preset = _model_preset(path, _parse(text, path))
@@ -189,11 +218,12 @@ def _head(path: Path, text: str) -> tuple[str, list]:
 def model_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[ModelPreset]:
     items = LazyPresets(_model_preset)
     aliases: dict[str, str] = {}
-    for path in _files("models", extra_dirs):
-        text = read_text(path)
-        name, names = _head(path, text)
-        items.paths[name] = (path, text)  # a user file later overrides a shipped one
-        aliases.update({a: name for a in names})
+    with parsed_cache("models", extra_dirs, "heads") as cache:
+        for path in _files("models", extra_dirs):
+            text = read_text(path)
+            name, names = _head(path, text, cache)
+            items.paths[name] = (path, text)  # a user file later overrides a shipped one
+            aliases.update({a: name for a in names})
     return ModelCatalog("model", items, aliases)
 
 

@@ -12,6 +12,7 @@ per-sequence work. Language models (:mod:`estimator.llm`) and every other family
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -98,7 +99,13 @@ class Machine:
         self.peak_head = self.gpu.peak_flops(self.head_precision) * eff.compute
         self.peak_attn = self.gpu.peak_flops(self.attn_precision) * eff.compute
         self.bw = self.gpu.bandwidth_bytes_s * eff.memory
-        self.fabric = comm.Fabric.of(self.gpu, eff)
+        self.__dict__.pop("fabric", None)  # its links scale with these factors
+
+    @functools.cached_property
+    def fabric(self) -> comm.Fabric:
+        """The links this replica's collectives cross (found when first needed: most
+        machines a search builds only check memory)."""
+        return comm.Fabric.of(self.gpu, self.eff)
 
     def with_efficiency(self, eff: Efficiency) -> Machine:
         m = copy.copy(self)

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from estimator.catalog import _files, _validation_message, read_yaml
+from estimator.catalog import _validation_message, read_catalogue
 from estimator.errors import EstimatorError
 from estimator.hardware import Accelerator
 from estimator.lookup import Catalog
@@ -74,8 +74,8 @@ class InstancePreset(BaseModel):
 
 def _read(kind: str, schema, extra_dirs: tuple[str, ...]) -> list:
     out = []
-    for path in _files(kind, extra_dirs):
-        data = read_yaml(path) or []
+    for path, parsed in read_catalogue(kind, extra_dirs):
+        data = parsed or []
         for i, entry in enumerate(data if isinstance(data, list) else [data]):
             try:
                 out.append(schema.model_validate(entry))

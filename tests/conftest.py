@@ -1,6 +1,12 @@
+import os
+import tempfile
+
 import pytest
 
-from estimator import get_gpu, get_model
+# the tests keep parsed presets in a folder of their own, never the user's cache
+os.environ["PLANNER_CACHE_DIR"] = tempfile.mkdtemp(prefix="planner-test-cache-")
+
+from estimator import get_gpu, get_model  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,7 @@ from ..catalog import (
 )
 from ..errors import EstimatorError, UnknownNameError
 from ..lookup import ModelCatalog
+from ..yaml_cache import ParsedYaml
 
 
 class FamilyPublished(Published):
@@ -82,12 +83,11 @@ def family_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[FamilyPrese
     items = LazyPresets(_family_preset)
     aliases: dict[str, str] = {}
     roots = [shipped_dir() / "families"] + [d / "families" for d in user_dirs(extra_dirs)]
-    for root in roots:
-        if not root.is_dir():
-            continue
-        for path in sorted(root.glob("*/*.yaml")):
+    where = "|".join(str(r.resolve()) for r in roots)
+    with ParsedYaml(f"families:heads:{where}") as cache:
+        for path in (p for root in roots if root.is_dir() for p in sorted(root.glob("*/*.yaml"))):
             text = read_text(path)
-            head = preset_head(text)
+            head = preset_head(text, cache)
             if head is None or not isinstance(head.get("family"), str):
                 head = _family_preset(path, read_yaml(path)).model_dump()
             if head["family"] not in FAMILIES:
