@@ -16,6 +16,7 @@ import numpy as np
 from estimator import Evaluator
 from estimator.bands import pessimistic_factor
 from estimator.curves import load_curve, users_past_saturation
+from estimator.knots import BATCH_KNOTS
 from estimator.load import load_point, saturation_rate
 from estimator.steps import Steps, prepare_steps_many
 
@@ -301,12 +302,37 @@ def llm_capacities(items: list[tuple[Evaluator, Steps, LLMWorkload]]) -> list[Ca
         def evaluate(users, k, bracket):
             return load_point(stacked, users, think[k], pct[k], config=k, rate_bracket=bracket)
 
-        found = seat_search.search(evaluate, n_hi, goals[:, 0], goals[:, 1])
+        guess = speed_bound_users(stacked, think, goals[:, 1], np.asarray(n_hi, float))
+        found = seat_search.search(evaluate, n_hi, goals[:, 0], goals[:, 1], guess)
         for i, key, cap in zip(
             todo, keys, _capacities(found, [st.slots for st in steps]), strict=True
         ):
             out[i] = _remember(key, cap)
     return out  # type: ignore[return-value]
+
+
+def speed_bound_users(st: Steps, think, tokens_per_s, n_hi) -> np.ndarray:
+    """Per replica of stacked steps, about the users at which the per-user speed target
+    binds (NaN where there is none, or the KV slots bind first). There an iteration takes
+    ``t = E / target`` and a request decodes for ``d = (O − 1) / target``; at ``λ`` requests
+    per second ``b = λ·d`` decode and the prompts take ``ρ = λ·I·s`` of the time, which
+    stretches each iteration to ``t_iter(b) / (1 − ρ)``: the largest batch knot with
+    ``t_iter(b) + b·t·I·s / d <= t``, times a user's cycle over its decoding,
+    ``(think + prefill + d) / d`` (Little's law). It only places the capacity search's
+    first counts, never its answer."""
+    table = np.atleast_2d(st.iter_table)
+    width = np.minimum(np.searchsorted(BATCH_KNOTS, np.maximum(st.slots, 1)), table.shape[1] - 1)
+    t = np.asarray(st.tokens_per_iter, float) / tokens_per_s
+    d = (np.asarray(st.output_tokens, float) - 1) / tokens_per_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_seq = t * np.asarray(st.input_tokens * st.s_token, float) / d  # ρ's share of t
+        ok = table[:, 1:] + BATCH_KNOTS[1 : table.shape[1]] * per_seq[:, None] <= t[:, None]
+    knots = np.arange(1, table.shape[1])
+    j = np.where(ok & (knots[None, :] <= width[:, None]), knots[None, :], 0).max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        users = BATCH_KNOTS[j] * (think + st.s_alone + d) / d
+    known = (j >= 1) & (j < width) & np.isfinite(users)
+    return np.where(known, np.minimum(users, n_hi), np.nan)
 
 
 def _nan_if_none(goals: tuple[float | None, float | None]) -> tuple[float, float]:

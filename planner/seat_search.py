@@ -3,9 +3,10 @@ whose load point meets its targets (TTFT at the percentile, per-user speed) and 
 slots. Every round evaluates the user counts of every open search in one call, then closes
 each search's bracket with array operations, not a Python loop per replica.
 
-A search scans a coarse geometric grid up to a count past saturation, then scans the
-bracket between the last count that passes and the first that fails (16 evenly spaced
-counts at most) until the two are one user apart. The load curve is monotone in users, so
+A search scans a coarse geometric grid up to a count past saturation (or, where the caller
+knows about where the answer lies, counts close around that guess), then scans the bracket
+between the last count that passes and the first that fails (16 evenly spaced counts at
+most) until the two are one user apart. The load curve is monotone in users, so
 the passing counts are a prefix: a count that fails ends the prefix ("never past a count
 that fails").
 """
@@ -19,6 +20,11 @@ import numpy as np
 
 GRID = 10  # geometric grid points up to past saturation
 SCAN = 16  # evenly spaced counts per bracket scan, its two ends included
+# the first round's counts around a guess (as shares of it), beside one user and n_hi: the
+# speed-bound guess (planner.capacity.speed_bound_users) is within a few per cent of most
+# answers, which then lie in a bracket that one scan closes (three_workloads.yaml's load
+# points: 197 -> 152 ms); a poor guess costs a scan or two more, never another answer
+NEAR = np.array([0.5, 0.8, 0.95, 1.0, 1.03, 1.07, 1.15, 1.4])
 BINDINGS = ("memory", "tokens_per_s", "ttft", "saturation")
 
 
@@ -41,12 +47,16 @@ def search(
     n_hi,
     ttft_s,
     tokens_per_s,
+    guess=None,
 ) -> Found:
     """Seats of each search ``k`` (arrays over the searches: ``n_hi`` a user count past
     saturation, the targets, NaN where a workload sets none). ``evaluate(users, k, bracket)``
     returns the load points (a LoadPoint's arrays) of those user counts, each on its own
     search's replica; ``bracket`` (None in the first round) holds, per count, the request
-    rates of the counts that bracket it, which its fixed point may start from."""
+    rates of the counts that bracket it, which its fixed point may start from. ``guess``:
+    per search, a user count near the answer (NaN where none is known): the first round's
+    counts then close in on it (:data:`NEAR`), not a geometric grid; the answer is the same
+    (every count that passes is still below every count that fails), in fewer rounds."""
     n_hi = np.asarray(n_hi, float)
     ttft_s, tps = np.asarray(ttft_s, float), np.asarray(tokens_per_s, float)
     count = len(n_hi)
@@ -56,7 +66,7 @@ def search(
     if not count:
         return Found(units, binding, best_ttft, best_tps)
     # round 0: the grid (rounded to whole users; a repeated count is evaluated once)
-    grid = np.round(np.geomspace(1.0, n_hi, GRID, axis=1))
+    grid = _first_counts(n_hi, guess)
     keep = np.ones(grid.shape, bool)
     keep[:, 1:] = grid[:, 1:] != grid[:, :-1]
     rows, users, ok, bind, lp = _round(evaluate, np.arange(count), grid, keep, ttft_s, tps, None)
@@ -104,6 +114,20 @@ def search(
         open_ = open_[nxt[open_] - last[open_] > 1]
     units[mid] = last[mid].astype(np.int64)
     return Found(units, binding, best_ttft, best_tps)
+
+
+def _first_counts(n_hi: np.ndarray, guess) -> np.ndarray:
+    """Each search's first counts, ascending from one user to ``n_hi``: a geometric grid, or
+    where a guess is known, counts around it (:data:`NEAR`)."""
+    grid = np.geomspace(1.0, n_hi, GRID, axis=1)
+    if guess is not None:
+        g = np.asarray(guess, float)
+        near = np.concatenate(
+            [np.ones((len(g), 1)), g[:, None] * NEAR[None, :], n_hi[:, None]], axis=1
+        )
+        near = np.sort(np.clip(near, 1.0, n_hi[:, None]), axis=1)
+        grid = np.where(np.isfinite(g)[:, None], near, grid)
+    return np.round(grid)
 
 
 def _round(evaluate, which: np.ndarray, pts: np.ndarray, keep: np.ndarray, ttft_s, tps, ends):

@@ -75,6 +75,42 @@ def test_batched_capacity_search_equals_one_candidate_at_a_time():
     assert len(bindings) >= 2  # the searches ended on different limits
 
 
+def test_a_search_started_near_its_speed_bound_finds_the_same_seats(monkeypatch):
+    """The first counts placed around the users at which the speed target binds
+    (capacity.speed_bound_users) close in on the same seats and limit as a geometric grid,
+    for targets that bind on speed, on TTFT or on memory, with and without think time."""
+    rng = np.random.default_rng(7)
+    items = _steps()
+    guesses, limits = [], set()
+    real = capacity.speed_bound_users
+
+    def seen(*a):
+        g = real(*a)
+        guesses.append(g)
+        return g
+
+    for _ in range(12):
+        w = _chat(
+            ttft_s=float(rng.choice([0.2, 1.0, 5.0])),
+            tokens_per_s=float(rng.choice([10.0, 30.0, 60.0, 120.0])),
+            think_time_s=float(rng.choice([0.0, 5.0, 30.0])),
+        )
+        capacity._MEMO.clear()
+        monkeypatch.setattr(capacity, "speed_bound_users", seen)
+        guided = llm_capacities([(ev, st, w) for ev, st in items])
+        capacity._MEMO.clear()
+        monkeypatch.setattr(capacity, "speed_bound_users", _no_guess)
+        grid = llm_capacities([(ev, st, w) for ev, st in items])
+        assert guided == grid
+        limits |= {c.binding for c in grid}
+    assert np.isfinite(np.concatenate(guesses)).mean() > 0.3  # the guess was used
+    assert {"tokens_per_s", "ttft"} <= limits
+
+
+def _no_guess(st, think, tokens_per_s, n_hi):
+    return np.full(len(n_hi), np.nan)
+
+
 def test_several_workloads_searched_together_equal_each_alone():
     """Replicas of workloads with other think times, percentiles and targets share every
     search round (their load points stacked, one think time and percentile per row): each
