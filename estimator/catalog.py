@@ -113,10 +113,14 @@ def _dirs(kind: str, extra_dirs: tuple[str, ...]) -> list[Path]:
     return dirs
 
 
-def parsed_cache(kind: str, extra_dirs: tuple[str, ...], part: str = "files") -> ParsedYaml:
-    """The remembered parses of a catalogue's files (``part``: whole files, or heads)."""
-    where = "|".join(str(d.resolve()) for d in _dirs(kind, extra_dirs))
-    return ParsedYaml(f"{kind}:{part}:{where}")
+def parsed_cache(
+    kind: str, extra_dirs: tuple[str, ...], part: str = "files", roots: list[Path] | None = None
+) -> ParsedYaml:
+    """The remembered parses of a catalogue's files (``part``: whole files, or heads), read
+    from its folders (``roots``; by default the kind's shipped and user folders)."""
+    roots = _dirs(kind, extra_dirs) if roots is None else roots
+    where = "|".join(str(d.resolve()) for d in roots)
+    return ParsedYaml(f"{kind}:{part}:{_LOADER.__name__}:{where}")
 
 
 def read_catalogue(kind: str, extra_dirs: tuple[str, ...]) -> list[tuple[Path, Any]]:

@@ -80,11 +80,12 @@ class Fabric:
     nic: Link | None
     domain: Any  # GPUs without the NIC (int; an array when stacked)
     base: Any  # seconds: a collective's fixed cost (Efficiency.collective_base_us)
+    name: str = ""  # the GPU's (stacked: each one's, joined), for the error of a missing NIC
 
     @staticmethod
     def of(gpu: Accelerator, eff: Efficiency) -> Fabric:
         nic = nic_link(gpu, eff) if gpu.scale_out_gb_s else None
-        return Fabric(intra_link(gpu, eff), nic, domain(gpu), _base(eff))
+        return Fabric(intra_link(gpu, eff), nic, domain(gpu), _base(eff), gpu.name)
 
     @staticmethod
     def stack(fabrics: list[Fabric]) -> Fabric:
@@ -105,6 +106,7 @@ class Fabric:
             None if nics[0] is None else links(nics),  # type: ignore[arg-type]
             np.array([f.domain for f in fabrics])[:, None],
             col([f.base for f in fabrics]),
+            ", ".join(f.name for f in fabrics),
         )
 
     def inside(self, n: int) -> bool:
@@ -118,7 +120,8 @@ class Fabric:
     def outer(self) -> Link:
         if self.nic is None:
             raise SplitError(
-                "no scale-out network in this GPU's preset: a replica must fit its domain"
+                f"{self.name} has no scale-out network in its preset: a replica must fit "
+                f"its {self.domain}-GPU scale-up/host domain"
             )
         return self.nic
 

@@ -61,7 +61,8 @@ class ServingOptions(BaseModel):
 class Steps:
     """Everything the load model and the simulator need about one replica and request; or,
     stacked (:meth:`stack`), about many: then every scalar is an array over the configurations
-    and every table a row of a 2-D array, and :func:`load_point` evaluates them all at once
+    and every table a row of a 2-D array, and :func:`~estimator.load.load_point` evaluates
+    them all at once
     (``config``: each user count's configuration)."""
 
     slots: Any  # most sequences holding KV at once
@@ -198,6 +199,8 @@ def prepare_steps_many(
     evaluator, or None), those that differ in their GPU alone evaluated together
     (:mod:`estimator.across_gpus`): the same numbers, a fraction of the calls."""
     enc = [0.0] * len(evs) if encoder_s is None else [float(x) for x in encoder_s]
+    if len(enc) != len(evs):
+        raise ValueError(f"{len(enc)} encoder times for {len(evs)} evaluators")
     if len(evs) == 1:
         return _prepare(evs, input_tokens, output_tokens, opts, enc)
     groups: dict = {}

@@ -22,7 +22,9 @@ from typing import Any
 
 import yaml
 
-FORMAT = 1  # of the cache file; a change of layout bumps it (old files are then ignored)
+# of the cache files: a change of their layout, or of how a catalogue parses its text (its
+# loader is in each cache's name already), bumps it, and the old files are then ignored
+FORMAT = 1
 
 
 def cache_dir() -> Path | None:
@@ -39,8 +41,8 @@ def cache_dir() -> Path | None:
 class ParsedYaml:
     """The parses of one catalogue's files (``name``: the catalogue and the folders it
     reads), read back where their text was parsed before. Use as a context manager: on
-    leaving, the cache holds exactly the texts parsed in it (a file per line: its text's
-    digest and the parse as JSON, each read only when asked for)."""
+    leaving, the cache holds exactly the texts parsed in it (a line per text: its digest and
+    the parse as JSON, each read only when asked for)."""
 
     def __init__(self, name: str) -> None:
         d = cache_dir()
@@ -68,7 +70,7 @@ class ParsedYaml:
         if raw is not None:
             try:
                 value = json.loads(raw)
-            except ValueError:  # a damaged line: parse the text again
+            except (ValueError, RecursionError):  # a damaged line: parse the text again
                 pass
             else:
                 self.used[key] = raw
@@ -76,7 +78,7 @@ class ParsedYaml:
         value = load(text)
         try:
             raw = json.dumps(value, allow_nan=False, separators=(",", ":"))
-        except (TypeError, ValueError):  # a date, a set...: not kept
+        except (TypeError, ValueError, RecursionError):  # a date, a set, a deep nest: not kept
             return value
         if json.loads(raw) == value:  # a non-string key would come back a string
             self.used[key] = raw

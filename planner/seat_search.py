@@ -126,8 +126,16 @@ def _first_counts(n_hi: np.ndarray, guess) -> np.ndarray:
             [np.ones((len(g), 1)), g[:, None] * NEAR[None, :], n_hi[:, None]], axis=1
         )
         near = np.sort(np.clip(near, 1.0, n_hi[:, None]), axis=1)
+        grid, near = _same_width(grid, near)
         grid = np.where(np.isfinite(g)[:, None], near, grid)
     return np.round(grid)
+
+
+def _same_width(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two tables of ascending rows, the narrower padded with its last column (a repeated
+    count is evaluated once)."""
+    w = max(a.shape[1], b.shape[1])
+    return tuple(np.pad(t, ((0, 0), (0, w - t.shape[1])), mode="edge") for t in (a, b))
 
 
 def _round(evaluate, which: np.ndarray, pts: np.ndarray, keep: np.ndarray, ttft_s, tps, ends):

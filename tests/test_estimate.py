@@ -233,6 +233,33 @@ def test_group_beyond_domain_pays_the_nic(llama70, h100):
     assert across.comm > in_box.comm
 
 
+def test_collectives_are_alpha_beta_on_the_link_the_group_crosses(h100):
+    """Ring all-reduce inside the NVLink domain, 2(n−1)α + 2(n−1)/n·M/B + the collective's
+    fixed cost; across two 8-GPU nodes, reduce-scatter inside each, all-reduce of 1/8 of
+    the data over the NIC, all-gather inside (two fixed costs): hand-computed from the
+    H100 preset's links (450 GB/s NVLink at 0.6 us a hop, 50 GB/s NIC at 8 us)."""
+    from estimator import comm
+    from estimator.efficiency import efficiency_for, link_defaults
+
+    eff = efficiency_for("hopper")
+    fab = comm.Fabric.of(h100, eff)
+    a_nv = h100.scale_up.latency_us * 1e-6 * eff.comm_latency_scale
+    b_nv = h100.scale_up.bandwidth_gb_s * 1e9
+    a_nic = link_defaults().nic_latency_us * 1e-6 * eff.comm_latency_scale
+    b_nic = h100.scale_out_gb_s * 1e9
+    base, msg = eff.collective_base_us * 1e-6, 64e6
+    inside = base + 2 * 7 * a_nv + 2 * 7 / 8 * msg / b_nv
+    across = 2 * base + (2 * 7 * a_nv + 2 * 7 / 8 * msg / b_nv)
+    across += 2 * 1 * a_nic + 2 * 1 / 2 * (msg / 8) / b_nic
+    assert comm.allreduce(fab, 8, msg) == pytest.approx(inside, rel=1e-12)
+    assert comm.allreduce(fab, 16, msg) == pytest.approx(across, rel=1e-12)
+    assert comm.alltoall(fab, 4, msg) == pytest.approx(base + 3 * a_nv + 3 / 4 * msg / b_nv)
+    assert comm.p2p(fab, 16, msg) == pytest.approx(base + a_nic + msg / b_nic)
+    lone = comm.Fabric.of(get_gpu("rtx-4090"), eff)  # no NIC in its preset
+    with pytest.raises(SplitError, match="rtx-4090 has no scale-out network"):
+        comm.p2p(lone, 16, msg)
+
+
 def test_no_scale_out_means_replica_must_fit_the_host():
     g = get_gpu("rtx-4090")
     with pytest.raises(SplitError, match="scale-out"):

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..catalog import (
     LazyPresets,
     Published,
+    parsed_cache,
     preset_head,
     read_text,
     read_yaml,
@@ -26,7 +27,6 @@ from ..catalog import (
 )
 from ..errors import EstimatorError, UnknownNameError
 from ..lookup import ModelCatalog
-from ..yaml_cache import ParsedYaml
 
 
 class FamilyPublished(Published):
@@ -83,8 +83,7 @@ def family_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[FamilyPrese
     items = LazyPresets(_family_preset)
     aliases: dict[str, str] = {}
     roots = [shipped_dir() / "families"] + [d / "families" for d in user_dirs(extra_dirs)]
-    where = "|".join(str(r.resolve()) for r in roots)
-    with ParsedYaml(f"families:heads:{where}") as cache:
+    with parsed_cache("families", extra_dirs, "heads", roots) as cache:
         for path in (p for root in roots if root.is_dir() for p in sorted(root.glob("*/*.yaml"))):
             text = read_text(path)
             head = preset_head(text, cache)
