@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from planner.cli import main
+from planner.progress import Progress
 from planner.results import PLAN_ROW_FIELDS, plan_rows
-from planner.sweep import Progress, sweep
+from planner.sweep import sweep
 from planner.uncertain import Distribution, draw_all
 
 SCENARIO = """
