@@ -7,7 +7,8 @@ command (libyaml scans in C, but builds each node in Python); reading them back 
 Only what JSON holds exactly is kept (a date or a non-string key is parsed every time), and a
 cache that cannot be read or written changes nothing but the time. ``PLANNER_CACHE_DIR`` sets
 the folder (default ``$XDG_CACHE_HOME/planner``, else ``~/.cache/planner``);
-``PLANNER_NO_CACHE=1`` turns it off.
+``PLANNER_NO_CACHE=1`` turns it off. Each set of preset folders has its own file; one
+unused for 30 days is removed when another cache is written.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -90,6 +92,34 @@ class ParsedYaml:
     def __exit__(self, *exc) -> None:
         if exc[0] is None and self.path is not None and self.used != self.known:
             _write_atomic(self.path, "".join(f"{k} {v}\n" for k, v in self.used.items()))
+            _prune(self.path.parent)
+
+
+# a cache file no command has rewritten or read for this long belongs to preset folders no
+# longer used (each set of folders has its own file); a temporary one this old, to a write
+# that was killed
+UNUSED_DAYS = 30
+STALE_TMP_S = 3600.0
+
+
+def _prune(folder: Path) -> None:
+    """Remove the cache files of preset folders unused for :data:`UNUSED_DAYS` and the
+    temporaries of killed writes (only when a cache is written: rare)."""
+    now = time.time()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for e in entries:
+        old = now - UNUSED_DAYS * 86400.0 if e.name.startswith("yaml-") else now - STALE_TMP_S
+        if not (e.name.startswith("yaml-") or e.name.startswith(".parsed-")):
+            continue
+        try:
+            st = e.stat()
+            if max(st.st_mtime, st.st_atime) < old:
+                os.unlink(e.path)
+        except OSError:
+            pass
 
 
 def _digest(text: str) -> str:

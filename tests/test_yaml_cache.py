@@ -2,6 +2,8 @@
 parse for an edited one, and a cache that cannot be used changes nothing but the time."""
 
 import datetime
+import os
+import time
 
 import pytest
 
@@ -86,3 +88,15 @@ def test_a_parse_error_is_raised_every_time_with_file_and_line(cache_dir, tmp_pa
     for _ in range(2):
         with pytest.raises(catalog.EstimatorError, match=r"bad\.yaml:\d+:\d+: malformed YAML"):
             catalog.read_catalogue("gpus", (str(tmp_path / "presets"),))
+
+
+def test_caches_of_folders_long_unused_and_killed_writes_are_pruned(cache_dir):
+    cache_dir.mkdir(parents=True)
+    old, fresh, tmp = (cache_dir / n for n in ("yaml-old.jsonl", "yaml-new.jsonl", ".parsed-x.tmp"))
+    for f in (old, fresh, tmp):
+        f.write_text("")
+    past = time.time() - 40 * 86400
+    os.utime(old, (past, past))
+    os.utime(tmp, (time.time() - 7200, time.time() - 7200))
+    catalog.read_catalogue("gpus", ())  # writes this catalogue's cache, then prunes
+    assert not old.exists() and not tmp.exists() and fresh.exists()
