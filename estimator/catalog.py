@@ -126,12 +126,12 @@ def parsed_cache(
 def read_catalogue(kind: str, extra_dirs: tuple[str, ...]) -> list[tuple[Path, Any]]:
     """Every YAML file of a catalogue (shipped, then the user's folders), parsed
     (remembered between runs by each text's digest: :mod:`estimator.yaml_cache`)."""
-    with parsed_cache(kind, extra_dirs) as cache:
-        return [(p, _parse(read_text(p), p, cache)) for p in _files(kind, extra_dirs)]
-
-
-def _files(kind: str, extra_dirs: tuple[str, ...]) -> list[Path]:
     dirs = _dirs(kind, extra_dirs)
+    with parsed_cache(kind, extra_dirs, roots=dirs) as cache:
+        return [(p, _parse(read_text(p), p, cache)) for p in _yaml_files(dirs)]
+
+
+def _yaml_files(dirs: list[Path]) -> list[Path]:
     out: list[Path] = []
     for d in dirs:
         out.extend(sorted(p for p in d.glob("*.yaml") if p.is_file()))
@@ -222,8 +222,9 @@ def _head(path: Path, text: str, cache: ParsedYaml) -> tuple[str, list]:
 def model_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[ModelPreset]:
     items = LazyPresets(_model_preset)
     aliases: dict[str, str] = {}
-    with parsed_cache("models", extra_dirs, "heads") as cache:
-        for path in _files("models", extra_dirs):
+    dirs = _dirs("models", extra_dirs)
+    with parsed_cache("models", extra_dirs, "heads", dirs) as cache:
+        for path in _yaml_files(dirs):
             text = read_text(path)
             name, names = _head(path, text, cache)
             items.paths[name] = (path, text)  # a user file later overrides a shipped one

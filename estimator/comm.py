@@ -33,11 +33,7 @@ def intra_link(gpu: Accelerator, eff: Efficiency) -> Link:
 
 
 def nic_link(gpu: Accelerator, eff: Efficiency) -> Link:
-    if not gpu.scale_out_gb_s:
-        raise SplitError(
-            f"{gpu.name} has no scale-out network in its preset: a replica must fit "
-            f"its {domain(gpu)}-GPU scale-up/host domain"
-        )
+    """The scale-out NIC (a GPU without one in its preset has none: Fabric.outer)."""
     return Link(
         "nic",
         gpu.scale_out_gb_s * 1e9,
@@ -51,13 +47,6 @@ def domain(gpu: Accelerator) -> int:
     if su.kind in ("pcie", "none") or su.bandwidth_gb_s <= 0:
         return max(su.domain_size, 8)  # PCIe cards in one host talk through the PCIe switch
     return su.domain_size
-
-
-def group_link(gpu: Accelerator, n: int, eff: Efficiency) -> str:
-    """Name of the slowest link a group of ``n`` GPUs crosses."""
-    if n <= 1:
-        return "none"
-    return intra_link(gpu, eff).kind if n <= domain(gpu) else "nic"
 
 
 def _ring_allreduce(n, msg, link: Link):
@@ -124,6 +113,13 @@ class Fabric:
                 f"its {self.domain}-GPU scale-up/host domain"
             )
         return self.nic
+
+
+def group_link(fab: Fabric, n: int) -> str:
+    """Name of the slowest link a group of ``n`` GPUs crosses."""
+    if n <= 1:
+        return "none"
+    return fab.intra.kind if fab.inside(n) else "nic"
 
 
 def regime(fab: Fabric, *groups: int) -> tuple[bool, ...]:

@@ -25,9 +25,14 @@ def _knots(top: float = 1e8) -> np.ndarray:
 BATCH_KNOTS = _knots()
 
 
+def knot_index(slots):
+    """The index of the first batch knot at or above ``slots`` (each of an array)."""
+    return np.searchsorted(BATCH_KNOTS, slots)
+
+
 def knots_upto(slots: int) -> np.ndarray:
     """The batch knots from 0 through the first at or above ``slots``."""
-    return BATCH_KNOTS[: int(np.searchsorted(BATCH_KNOTS, slots)) + 1]
+    return BATCH_KNOTS[: int(knot_index(slots)) + 1]
 
 
 def interp_table(table: np.ndarray, x, rows=None):

@@ -471,7 +471,7 @@ def estimate_replica(
         decode_times_s=times(dec),
         prefill_times_s=times(pre),
         shares=shares,
-        interconnect=comm.group_link(gpu, parallel.gpus_per_replica, ev.eff),
+        interconnect=comm.group_link(ev.machine.fabric, parallel.gpus_per_replica),
         notes=notes,
         shortfall_gb=max(0.0, total - box.usable),
         refused_by=refused_by,

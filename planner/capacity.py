@@ -16,7 +16,7 @@ import numpy as np
 from estimator import Evaluator
 from estimator.bands import pessimistic_factor
 from estimator.curves import load_curve, users_past_saturation
-from estimator.knots import BATCH_KNOTS
+from estimator.knots import BATCH_KNOTS, knot_index
 from estimator.load import load_point, saturation_rate
 from estimator.steps import Steps, prepare_steps_many
 
@@ -60,11 +60,7 @@ def steps_for(ev: Evaluator, w: LLMWorkload, part: tuple | None = None):
     """The load model's inputs for a workload on a candidate (remembered per
     :func:`replica_key`). A vision-language workload adds its images' visual tokens to every
     prompt and its image encoder's time to every prefill (on this candidate's GPUs)."""
-    return memo(("steps", *replica_key(ev, w, part)), lambda: _steps_for(ev, w))
-
-
-def _steps_for(ev: Evaluator, w: LLMWorkload):
-    return _prepare([ev], w)[0]
+    return memo(("steps", *replica_key(ev, w, part)), lambda: _prepare([ev], w)[0])
 
 
 def prefetch_steps(evs: list[Evaluator], w: LLMWorkload, part: tuple | None = None) -> None:
@@ -321,7 +317,7 @@ def speed_bound_users(st: Steps, think, tokens_per_s, n_hi) -> np.ndarray:
     ``(think + prefill + d) / d`` (Little's law). It only places the capacity search's
     first counts, never its answer."""
     table = np.atleast_2d(st.iter_table)
-    width = np.minimum(np.searchsorted(BATCH_KNOTS, np.maximum(st.slots, 1)), table.shape[1] - 1)
+    width = np.minimum(knot_index(np.maximum(st.slots, 1)), table.shape[1] - 1)
     t = np.asarray(st.tokens_per_iter, float) / tokens_per_s
     d = (np.asarray(st.output_tokens, float) - 1) / tokens_per_s
     with np.errstate(divide="ignore", invalid="ignore"):
