@@ -76,10 +76,10 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
         "`validation/nonllm_cases.csv`, and the self-describing rows of "
         "`validation/nonllm_measured_extra.csv` (numbered -1, -2, ...). These families run "
         "on the efficiency factors fitted to the language-model data, an out-of-sample "
-        "check; the one thing fitted on these rows is the host time per decoding step of "
-        "the eager speech engines (below). 'CV' is the leave-one-source-out error: each "
-        "engine's host time fitted without the row's source (empty where its engine has "
-        "no other source).",
+        "check; the two things fitted on these rows are the host time per decoding step of "
+        "the eager speech engines and the denoiser time factor of torch.compile (below). "
+        "'CV' is the leave-one-source-out error: each engine's host time or factor fitted "
+        "without the row's source (empty where its engine has no other source).",
         "",
     ]
     head = [
@@ -126,6 +126,7 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
                 for g, b in bands.items()
             ),
         ]
+    lines += _diffusion_engines((calibration().get("family_engines") or {}).get("diffusion") or {})
     engines = (calibration().get("family_engines") or {}).get("asr") or {}
     if engines:
         lines += [
@@ -185,3 +186,27 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _diffusion_engines(engines: dict) -> list[str]:
+    """The diffusion engines' fitted denoiser time factors, as report lines."""
+    if not engines:
+        return []
+    return [
+        "",
+        "Diffusion engines' time factor on the denoiser (`estimator/calibration.yaml`, "
+        "`family_engines.diffusion`): published runs of one pipeline on one GPU at the same "
+        "settings, compiled and eager; with the eager run's time split as the estimator "
+        "splits it (share d in the denoiser outside its attention, which is already one fused "
+        "kernel), a compiled run at r of the eager time puts that part at 1 - (1 - r)/d of "
+        "its eager time. The factor is the median over sources "
+        "of each source's median. Eager pipelines (`diffusers`, the default) and TensorRT "
+        "engines run at the roofline.",
+        "",
+        "| engine | denoiser time factor | pairs | sources |",
+        "|---|---|---|---|",
+        *(
+            f"| {name} | {e['time_factor']:g} | {e['rows']} | {', '.join(e['sources'])} |"
+            for name, e in engines.items()
+        ),
+    ]

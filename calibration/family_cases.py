@@ -76,9 +76,18 @@ def time_ratio(metric: str, measured: float, predicted: float | None) -> float |
 
 
 def source_key(source: str) -> str:
-    """A row's source as a repository or site (``owner/repo:path (section)`` -> ``owner/repo``),
-    the unit left out together in cross-validation."""
-    return source.split(":", 1)[0].split(" (")[0].strip()
+    """A row's source as a repository or site (``owner/repo:path (section)`` -> ``owner/repo``;
+    a web address -> its site, and on code hosts its owner/repo), the unit left out together
+    in cross-validation."""
+    s = source.strip()
+    if "://" in s:
+        host, _, path = s.split("://", 1)[1].split(" ")[0].partition("/")
+        repo = [p for p in path.split("/") if p][:2] if host in CODE_HOSTS else []
+        return "/".join([host, *repo])
+    return s.split(":", 1)[0].split(" (")[0].strip()
+
+
+CODE_HOSTS = ("github.com", "huggingface.co", "gitlab.com")
 
 
 def options(case: dict) -> FamilyOptions:

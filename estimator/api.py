@@ -121,7 +121,7 @@ def estimate(
             if not fam.engines:
                 raise EstimatorError(
                     f"{m.family} models have no engine choice (they are timed on the "
-                    "roofline); --engine applies to language and speech models"
+                    "roofline); --engine applies to language, speech and diffusion models"
                 )
             update["engine"] = name
         if input_tokens is not None:

@@ -199,6 +199,15 @@ class EngineHost:
     rows: int = 0
 
 
+def engine_time_factor(family: str, engine: str) -> tuple[float, int]:
+    """(time factor, published pairs behind it) of a family's engine on the work it runs
+    (diffusion: the denoiser), fitted by ``planner calibrate``; (1.0, 0) where none is."""
+    entry = ((calibration().get("family_engines") or {}).get(family) or {}).get(engine)
+    if not entry or "time_factor" not in entry:
+        return 1.0, 0
+    return float(entry["time_factor"]), int(entry.get("rows", 0))
+
+
 def engine_host(family: str, engine: str) -> EngineHost:
     entry = ((calibration().get("family_engines") or {}).get(family) or {}).get(engine)
     if not entry:

@@ -136,6 +136,16 @@ SPEECH_ENGINES: dict[str, str] = {
     "trtllm": "TensorRT-LLM (fused kernels and graphs; the LLM engines' step costs)",
 }
 
+# Diffusion pipeline engines: they differ in how fast the same denoiser passes run (fused
+# kernels, autotuned GEMMs, CUDA graphs), a time factor on the denoiser fitted from published
+# pairs of the same pipeline run both ways (estimator.families.diffusion, calibration.yaml
+# family_engines.diffusion). The first is the default.
+DIFFUSION_ENGINES: dict[str, str] = {
+    "diffusers": "diffusers (or any eager PyTorch pipeline)",
+    "torch-compile": "the denoiser under torch.compile (max-autotune): fused kernels, CUDA graphs",
+    "tensorrt": "TensorRT engines (MLPerf, TensorRT Model Optimizer)",
+}
+
 
 # The engine knobs users set, with the bounds the CLI, the scenario schema and configure()
 # all enforce (one place).

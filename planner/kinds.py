@@ -14,6 +14,8 @@ from typing import Any
 
 from estimator.families import FamilyOptions
 from estimator.families.asr import engine_note
+from estimator.families.diffusion import DEFAULT_DIFFUSION_ENGINE
+from estimator.families.diffusion import engine_note as diffusion_engine_note
 
 from . import demand
 from .family_capacity import batch_scan, robot_capacity, speech_capacity
@@ -36,7 +38,7 @@ class WorkloadKind:
     capacity: Callable[..., Any] | None = None  # None: the language-model path (seats)
     limit_key: str | None = None  # the workload's time limit, named when nothing meets it
     too_slow: str | None = None  # message when nothing keeps up (format keys: w, label, s)
-    note: Callable[[Any], str] | None = None  # said once per workload of this kind
+    note: Callable[[Any], str | None] | None = None  # said once per workload of this kind
     # the time a replica's pass (``s_per_batch``) is held to, from the workload and the
     # replica's metrics, where the limit is not a time of the workload's own (``limit_key``)
     pass_limit: Callable[[Any, dict], float | None] | None = None
@@ -56,9 +58,18 @@ def _square(side: int | None) -> tuple[int, int] | None:
     return (side, side) if side else None
 
 
-def _pipe(w) -> dict[str, bool]:
-    """A diffusion workload's pipeline switches (16-bit accumulation, model CPU offload)."""
-    return {"fast_accum": w.fast_accum, "offload": w.offload}
+def _pipe(w, m) -> dict[str, Any]:
+    """A diffusion workload's pipeline switches (16-bit accumulation, model CPU offload) and,
+    for a diffusion model, its engine."""
+    engine = {"engine": w.engine} if m.family.startswith("diffusion") else {}
+    return {"fast_accum": w.fast_accum, "offload": w.offload, **engine}
+
+
+def _engine_said(w) -> str | None:
+    """A diffusion workload's engine, said where it is not the default."""
+    if w.engine == DEFAULT_DIFFUSION_ENGINE:
+        return None
+    return f"workload '{w.name}': {diffusion_engine_note(w.engine)}"
 
 
 KINDS: dict[str, WorkloadKind] = {
@@ -101,12 +112,16 @@ KINDS: dict[str, WorkloadKind] = {
         demand.image_rate,
         batch_scan(
             lambda w, m: FamilyOptions(
-                resolution=_square(w.resolution), steps=w.steps, guidance=w.guidance, **_pipe(w)
+                resolution=_square(w.resolution),
+                steps=w.steps,
+                guidance=w.guidance,
+                **_pipe(w, m),
             ),
             "images_per_s",
             "max_s_per_image",
         ),
         "max_s_per_image",
+        note=_engine_said,
     ),
     "video_generation": WorkloadKind(
         VideoGenerationWorkload,
@@ -114,12 +129,13 @@ KINDS: dict[str, WorkloadKind] = {
         demand.video_rate,
         batch_scan(
             lambda w, m: FamilyOptions(
-                frames=w.frames, steps=w.steps, guidance=w.guidance, **_pipe(w)
+                frames=w.frames, steps=w.steps, guidance=w.guidance, **_pipe(w, m)
             ),
             "videos_per_hour",
             "max_latency_s",
         ),
         "max_latency_s",
+        note=_engine_said,
     ),
     "robot_policy": WorkloadKind(
         RobotPolicyWorkload,

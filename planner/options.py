@@ -212,8 +212,8 @@ class SearchSpace:
                 if note:
                     self.notes.append(f"workload '{w.name}': {note}")
         for w in sc.workloads:
-            if KINDS[w.kind].note:
-                self.notes.append(KINDS[w.kind].note(w))
+            if KINDS[w.kind].note and (said := KINDS[w.kind].note(w)):
+                self.notes.append(said)
         self.excluded: dict[str, list[tuple[str, str]]] = {}
         self.best_seen: dict[str, list[tuple[Candidate, Capacity]]] = {}
         by_workload: dict[str, list[_Option]] = {}

@@ -7,9 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from estimator.engines import ENGINES, KNOBS, SPEECH_ENGINES
+from estimator.engines import DIFFUSION_ENGINES, ENGINES, KNOBS, SPEECH_ENGINES
 from estimator.errors import EstimatorError
 from estimator.families.asr import DEFAULT_ASR_ENGINE, asr_engine
+from estimator.families.diffusion import DEFAULT_DIFFUSION_ENGINE, diffusion_engine
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 from estimator.steps import ServingOptions, Speculative
 
@@ -202,8 +203,29 @@ OFFLOAD = (
     "largest; each batch moves all of them over PCIe)"
 )
 
+PIPELINE_ENGINE = (
+    "the pipeline's engine, which sets how fast the denoiser runs (diffusion models; VAR "
+    "models ignore it): " + ", ".join(DIFFUSION_ENGINES)
+)
 
-class ImageGenerationWorkload(_FamilyWorkload):
+
+class _DiffusionWorkload(_FamilyWorkload):
+    """What image and video generation share: the pipeline's switches and engine."""
+
+    fast_accum: bool = Field(False, description=FAST_ACCUM)
+    offload: bool = Field(False, description=OFFLOAD)
+    engine: str = Field(DEFAULT_DIFFUSION_ENGINE, description=PIPELINE_ENGINE)
+
+    @field_validator("engine")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        try:
+            return diffusion_engine(v)
+        except EstimatorError as e:
+            raise ValueError(str(e)) from None
+
+
+class ImageGenerationWorkload(_DiffusionWorkload):
     """Diffusion image generation: images per second (or per hour) at peak."""
 
     kind: Literal["image_generation"]
@@ -215,8 +237,6 @@ class ImageGenerationWorkload(_FamilyWorkload):
     )
     steps: int | None = Field(None, ge=1, le=10_000, description="default: the model card's")
     guidance: bool | None = None
-    fast_accum: bool = Field(False, description=FAST_ACCUM)
-    offload: bool = Field(False, description=OFFLOAD)
 
     @model_validator(mode="after")
     def _one_rate(self) -> ImageGenerationWorkload:
@@ -229,7 +249,7 @@ class ImageGenerationWorkload(_FamilyWorkload):
         return self.images_per_s if self.images_per_s is not None else self.images_per_hour / 3600
 
 
-class VideoGenerationWorkload(_FamilyWorkload):
+class VideoGenerationWorkload(_DiffusionWorkload):
     """Diffusion video generation: videos per hour at peak."""
 
     kind: Literal["video_generation"]
@@ -238,8 +258,6 @@ class VideoGenerationWorkload(_FamilyWorkload):
     frames: int | None = Field(None, ge=1, le=100_000)
     steps: int | None = Field(None, ge=1, le=10_000)
     guidance: bool | None = None
-    fast_accum: bool = Field(False, description=FAST_ACCUM)
-    offload: bool = Field(False, description=OFFLOAD)
 
 
 class RobotPolicyWorkload(_FamilyWorkload):

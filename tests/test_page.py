@@ -105,6 +105,9 @@ def test_the_pages_diffusion_switches_are_the_clis_flags(server):
         for value, extra in (("on", [flag]), ("off", [])):
             status, body = get(f"{server}/api/estimate?{urlencode({**q, key: value})}")
             assert status == 200 and body == cli_json(*base, *extra)
+    for engine in ("torch-compile", "tensorrt"):
+        status, body = get(f"{server}/api/estimate?{urlencode({**q, 'engine': engine})}")
+        assert status == 200 and body == cli_json(*base, "--engine", engine)
 
 
 @pytest.mark.parametrize(
@@ -376,6 +379,16 @@ def test_a_family_model_shows_its_own_units(page, server):
     assert band.startswith("p10") and cli["bands"]["images_per_s"]["p10"] < cli["images_per_s"]
     assert page.locator('[data-control="steps"]').is_visible()
     assert not page.locator('[data-control="tp"]').is_visible()
+    # the pipeline's engine: the diffusion engines offered, and the CLI's number under one
+    page.select_option('[data-control="engine"][data-group="modelling"]', "torch-compile")
+    fast = cli_json(
+        "estimate", "--model", "flux1-dev", "--gpu", "h100-sxm", "--engine", "torch-compile"
+    )
+    page.wait_for_selector(
+        f'section:not([hidden]) [data-metric="images_per_s"][data-value="{fast["images_per_s"]}"]',
+        timeout=60_000,
+    )
+    assert fast["images_per_s"] > cli["images_per_s"]
 
 
 def test_a_family_model_hides_the_language_model_checks(page, server):

@@ -88,7 +88,7 @@ def test_engine_errors_name_the_choices():
     with pytest.raises(EstimatorError, match="for a language model"):
         estimator.estimate("llama-3.1-8b", "h100-sxm", engine="faster-whisper")
     with pytest.raises(EstimatorError, match="no engine choice"):
-        estimator.estimate("sdxl", "h100-sxm", engine="vllm")
+        estimator.estimate("var-d30", "h100-sxm", engine="vllm")
 
 
 def test_cli_engine_option_reaches_speech_and_defaults_stay():

@@ -1,13 +1,16 @@
 """Diffusion image and video models: text encoders once per prompt, the denoiser once per
 step (twice with classifier-free guidance), the VAE decoder once per image. The components'
-work is derived in :mod:`.diffusion_parts`."""
+work is derived in :mod:`.diffusion_parts`; the pipeline's engine (eager diffusers,
+torch.compile, TensorRT) sets how fast its denoiser passes run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import EstimatorError, SplitError
+from ..efficiency import engine_time_factor
+from ..engines import DIFFUSION_ENGINES
+from ..errors import EstimatorError, SplitError, closest
 from ..formats import weight_format
 from ..hardware import Accelerator
 from ..parallel import Parallel
@@ -15,6 +18,38 @@ from ..roofline import Machine
 from .base import FamilyEstimate, FamilyOptions, memory, result
 from .diffusion_parts import Cost, component_time, dit_denoiser, text_encoder, unet, vae_decoder
 from .registry import Family, FamilyPreset, register
+
+DEFAULT_DIFFUSION_ENGINE = next(iter(DIFFUSION_ENGINES))  # the table's first
+
+
+def diffusion_engine(name: str | None) -> str:
+    """A diffusion engine's name, checked (None: the default)."""
+    n = (name or DEFAULT_DIFFUSION_ENGINE).lower()
+    if n not in DIFFUSION_ENGINES:
+        near = closest(n, list(DIFFUSION_ENGINES))
+        hint = f" Did you mean: {', '.join(near)}?" if near else ""
+        raise EstimatorError(
+            f"unknown diffusion engine '{name}'.{hint} Diffusion engines: "
+            f"{', '.join(DIFFUSION_ENGINES)}"
+        )
+    return n
+
+
+def engine_note(engine: str | None) -> str:
+    """What a diffusion estimate assumes of its engine, and where its factor comes from."""
+    eng = diffusion_engine(engine)
+    f, pairs = engine_time_factor("diffusion", eng)
+    if pairs:
+        return (
+            f"engine {eng}: {DIFFUSION_ENGINES[eng]}; its denoiser's work outside attention "
+            f"takes {f:.2f}x the eager pipeline's time, fitted on {pairs} published runs paired "
+            "with the same pipeline in eager PyTorch (docs/VALIDATION.md, 'Other model "
+            "families')"
+        )
+    return (
+        f"engine {eng}: {DIFFUSION_ENGINES[eng]}; timed on the roofline at the language-model "
+        "factors (no published pairs fit a factor of its own)"
+    )
 
 
 @dataclass
@@ -113,6 +148,7 @@ def estimate_diffusion(
     frames: int = 1,
     fast_accum: bool = False,
     offload: bool = False,
+    engine: str | None = None,
 ) -> FamilyEstimate:
     """``batch`` images (videos) generated together: the text encoders once per prompt (and
     per negative prompt with classifier-free guidance), the denoiser ``steps`` times over
@@ -122,7 +158,10 @@ def estimate_diffusion(
     in 16 bits (on GeForce cards, twice the FP32-accumulate rate). ``offload``: model CPU
     offload (diffusers' ``enable_model_cpu_offload``): every component waits in host memory
     and is on the GPU only while it runs, so the GPU holds the largest one, and each batch
-    moves each component in and back out over PCIe."""
+    moves each component in and back out over PCIe. ``engine``: the pipeline's engine
+    (:data:`~estimator.engines.DIFFUSION_ENGINES`), whose fitted time factor scales the
+    denoiser's passes but their attention (what torch.compile wraps in every published
+    recipe; the text encoders and VAE run once and stay as they are)."""
     if par.gpus_per_replica > 1:
         raise SplitError(
             f"{model.name}: diffusion pipelines run one GPU per replica here "
@@ -138,7 +177,11 @@ def estimate_diffusion(
     t_step = component_time(mc, den, wb, batch * cfg)
     t_vae = component_time(Machine(gpu, par, "bf16"), vae, 2.0, batch)
     enc_s = float(t_enc.total) if t_enc is not None else 0.0
-    den_s = steps * float(t_step.total)
+    eng = diffusion_engine(engine)
+    # the engine speeds up what it compiles: the GEMMs and the elementwise work around them
+    # (fused into their prologues and epilogues); attention already runs as one fused kernel
+    att_s = steps * max(float(t_step.attn_memory), float(t_step.attn_compute))
+    den_s = att_s + (steps * float(t_step.total) - att_s) * engine_time_factor("diffusion", eng)[0]
     vae_s = float(t_vae.total)
     parts = (den.params * wb, enc.params * 2.0, vae.params * 2.0)
     offload_s = 0.0
@@ -156,6 +199,7 @@ def estimate_diffusion(
     metrics: dict[str, Any] = {
         "text_encoder_s": enc_s,
         "denoiser_s": den_s,
+        "denoiser_attention_s": att_s,
         "vae_s": vae_s,
         "batch": batch,
         "steps": steps,
@@ -163,6 +207,7 @@ def estimate_diffusion(
         "fast_accum": fast_accum,
         "offload": offload,
         "offload_s": offload_s,
+        "engine": eng,
         "resolution": [width, height],
         "s_per_batch": total,
     }
@@ -171,6 +216,7 @@ def estimate_diffusion(
     else:
         metrics.update(s_per_image=total, images_per_s=batch / total)
     e = result(model, model.family, mc, weights, mem, str(t_step.bottleneck()), metrics)
+    e.notes.append(engine_note(eng))
     fast = gpu.fast_accum_tflops.get(mc.precision)
     if fast and not fast_accum:
         e.notes.append(
@@ -204,8 +250,10 @@ def _estimate(
         frames,
         fast_accum=o.fast_accum,
         offload=o.offload,
+        engine=o.engine,
     )
 
 
-register(Family("diffusion_image", build_diffusion, _estimate))
-register(Family("diffusion_video", build_diffusion, _estimate))
+ENGINES = tuple(DIFFUSION_ENGINES)
+register(Family("diffusion_image", build_diffusion, _estimate, engines=ENGINES))
+register(Family("diffusion_video", build_diffusion, _estimate, engines=ENGINES))

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from estimator.engines import ENGINES, KNOBS, SPEECH_ENGINES, Engine
+from estimator.engines import DIFFUSION_ENGINES, ENGINES, KNOBS, SPEECH_ENGINES, Engine
 from estimator.engines import configure as configure_engine
 from estimator.errors import EstimatorError
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
@@ -140,10 +140,11 @@ _FORMAT_OPTIONS = [
     ),
     click.option(
         "--engine",
-        type=click.Choice(list(dict.fromkeys([*ENGINES, *SPEECH_ENGINES]))),
+        type=click.Choice(list(dict.fromkeys([*ENGINES, *SPEECH_ENGINES, *DIFFUSION_ENGINES]))),
         default=None,
         help="The serving engine: its memory policy for language models, its per-step host "
-        "time for speech [default: vllm; faster-whisper for speech models].",
+        "time for speech, its denoiser speed for diffusion [default: vllm; faster-whisper "
+        "for speech models; diffusers for diffusion models].",
     ),
     click.option(
         "--gpu-memory-utilization",
@@ -444,7 +445,7 @@ def engine_of(kw: dict) -> str | Engine | None:
     name = kw.pop("engine")
     knobs = {k: kw.pop(k) for k in KNOBS}
     if name is not None and name not in ENGINES:
-        return name  # a family's engine (speech): the knobs are language-model memory policy
+        return name  # a family's engine (speech, diffusion): the knobs are LLM memory policy
     if name is None and all(v is None for v in knobs.values()):
         return None
     return configure_engine(name or "vllm", **knobs)

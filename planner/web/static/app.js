@@ -13,6 +13,8 @@ const ENGINES = {
   llm: ["vllm", "sglang", "trtllm"], moe: ["vllm", "sglang", "trtllm"],
   vlm: ["vllm", "sglang", "trtllm"],
   asr: ["faster-whisper", "transformers", "openai-whisper", "vllm", "trtllm"],
+  diffusion_image: ["diffusers", "torch-compile", "tensorrt"],
+  diffusion_video: ["diffusers", "torch-compile", "tensorrt"],
 };
 const WEIGHTS = ["", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4"];
 const KVS = ["bf16", "fp16", "fp8", "int4"];
@@ -36,8 +38,8 @@ const CONTROLS = [
     info: "Bytes per weight. INT4/FP4 quarter the weights against BF16: less memory and less to read per decode step; the arithmetic runs in the precision the GPU supports. Blank: what the model name implies." },
   { g: "modelling", name: "kv", label: "KV cache", kind: "select", options: KVS, def: "bf16", fam: ["llm", "moe", "vlm"],
     info: "Bytes per cached key/value. The KV cache grows with every token of every user; FP8 halves it and fits twice the users. Weight quantisation does nothing for it." },
-  { g: "modelling", name: "engine", label: "Engine", kind: "engine", def: "", fam: ["llm", "moe", "vlm", "asr"],
-    info: "The serving engine: its memory policy (how much it reserves for the KV cache) for language models, its per-step host time for speech. Blank: the family's default." },
+  { g: "modelling", name: "engine", label: "Engine", kind: "engine", def: "", fam: ["llm", "moe", "vlm", "asr", "diffusion_image", "diffusion_video"],
+    info: "The serving engine: its memory policy (how much it reserves for the KV cache) for language models, its per-step host time for speech, how fast the denoiser runs for diffusion (torch-compile: a factor fitted on published eager/compiled pairs). Blank: the family's default." },
   { g: "modelling", name: "batch", label: "Batch (users per replica)", kind: "range", min: 1, max: 512, step: 1, def: 8,
     info: "Requests served at once by one replica. Larger batches share each weight read among more users: the replica's throughput rises until compute or KV reads saturate, while each user's speed falls." },
   { g: "modelling", name: "input-tokens", label: "Prompt tokens", kind: "range", min: 16, max: 32768, step: 16, def: 1024, fam: ["llm", "moe", "vlm", "embeddings"],
@@ -410,6 +412,7 @@ function scenario() {
     if (["diffusion_image", "diffusion_video"].includes(grp)) {
       put("fast_accum", m("fast-accum") === "on");
       put("offload", m("offload") === "on");
+      if (m("engine")) put("engine", m("engine"));
     }
     if (["diffusion_image", "var", "jepa"].includes(grp) && m("resolution")) put("resolution", m("resolution"));
     if (["diffusion_video", "jepa"].includes(grp) && m("frames")) put("frames", Number(m("frames")));

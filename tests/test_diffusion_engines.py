@@ -1,0 +1,188 @@
+"""A diffusion pipeline's engine: torch.compile's time factor on the denoiser (fitted on
+published eager/compiled pairs), applied by the estimate, fitted and cross-validated by the
+calibration, and chosen by the planner's image and video workloads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from calibration.family_cases import all_cases, estimate_case
+from calibration.family_engines import (
+    EnginePair,
+    cross_validate_engines,
+    engine_pairs,
+    fit_family_engines,
+    fit_speed,
+)
+from estimator import EstimatorError, estimate
+from estimator.efficiency import engine_time_factor
+from planner import solve
+from planner.cli import main as cli
+
+
+def _flux(engine: str | None):
+    return estimate("flux1-dev", "h100-sxm", engine=engine)
+
+
+def test_compile_speeds_the_denoiser_but_its_attention():
+    eager, fast = _flux(None).metrics, _flux("torch-compile").metrics
+    f, pairs = engine_time_factor("diffusion", "torch-compile")
+    assert 0.3 < f < 1.0 and pairs >= 2
+    att = eager["denoiser_attention_s"]
+    assert fast["denoiser_attention_s"] == pytest.approx(att)
+    assert fast["denoiser_s"] == pytest.approx(att + (eager["denoiser_s"] - att) * f)
+    # the text encoders and the VAE run once and are left as they are
+    assert fast["text_encoder_s"] == pytest.approx(eager["text_encoder_s"])
+    assert fast["vae_s"] == pytest.approx(eager["vae_s"])
+    assert fast["s_per_image"] < eager["s_per_image"]
+    assert eager["engine"] == "diffusers" and fast["engine"] == "torch-compile"
+
+
+def test_engines_without_a_factor_run_at_the_roofline():
+    base = _flux(None).metrics["s_per_image"]
+    assert _flux("diffusers").metrics["s_per_image"] == pytest.approx(base)
+    assert _flux("tensorrt").metrics["s_per_image"] == pytest.approx(base)
+    assert any("no published pairs" in n for n in _flux("tensorrt").notes)
+
+
+def test_an_unknown_engine_names_the_closest():
+    with pytest.raises(EstimatorError, match="Did you mean: torch-compile"):
+        estimate("sdxl", "h100-sxm", engine="torch-compil")
+    r = CliRunner().invoke(
+        cli, ["estimate", "--model", "sdxl", "--gpu", "h100-sxm", "--engine", "vllm"]
+    )
+    assert r.exit_code == 2
+    assert "unknown diffusion engine 'vllm'" in r.output
+
+
+def _pair_cases(r: float, source_b: str = "A", steps_b: str = "28"):
+    """An eager FLUX run and a compiled one at ``r`` of its time (same settings, source A
+    unless told otherwise)."""
+    base = {
+        "preset": "flux1-dev",
+        "gpu_preset": "h100-sxm",
+        "n_gpus": "1",
+        "weights": "bf16",
+        "batch": "1",
+        "metric": "s_per_image",
+        "resolution": "1024",
+        "steps": "28",
+        "guidance": "false",
+        "frames": "",
+        "fast_accum": "",
+        "engine": "diffusers",
+        "value": "10.0",
+    }
+    fast = {**base, "engine": "torch-compile", "value": str(10.0 * r), "steps": steps_b}
+    return [(1, base, {"source": "A:readme"}), (2, fast, {"source": f"{source_b}:readme"})]
+
+
+def test_a_pair_puts_the_saving_on_the_denoiser_outside_attention():
+    cases = _pair_cases(0.7)
+    m = estimate_case(cases[0][1]).metrics
+    sped = m["denoiser_s"] - m["denoiser_attention_s"]
+    (pair,) = engine_pairs(cases)
+    # the compiled run saves 30% of the whole; all of it comes out of the sped-up part
+    assert pair.factor == pytest.approx(1.0 - 0.3 * m["s_per_batch"] / sped)
+    assert pair.number == 2 and pair.source == "A"
+
+
+def test_only_the_same_source_and_settings_pair():
+    assert engine_pairs(_pair_cases(0.7, source_b="B")) == []
+    assert engine_pairs(_pair_cases(0.7, steps_b="50")) == []
+
+
+def test_the_factor_is_the_median_over_sources_of_their_medians():
+    pairs = [
+        EnginePair(1, "torch-compile", "A", 0.5),
+        EnginePair(2, "torch-compile", "A", 0.7),
+        EnginePair(3, "torch-compile", "B", 0.9),
+        EnginePair(4, "torch-compile", "C", 0.65),
+    ]
+    assert fit_speed(pairs) == pytest.approx(0.65)  # median of 0.6, 0.9, 0.65
+
+
+def test_one_source_fits_no_factor():
+    assert "diffusion" not in fit_family_engines(_pair_cases(0.7))
+
+
+def test_the_shipped_factor_is_the_fit_of_the_shipped_rows():
+    fitted = fit_family_engines(all_cases()[0])["diffusion"]["torch-compile"]
+    assert engine_time_factor("diffusion", "torch-compile") == (
+        pytest.approx(fitted["time_factor"]),
+        fitted["rows"],
+    )
+    assert len(fitted["sources"]) >= 2
+
+
+def test_a_compiled_row_is_cross_validated_without_its_source():
+    from calibration import families
+
+    cases = all_cases()[0]
+    rows = [r for r in families.run() if r.engine == "torch-compile" and r.predicted]
+    pairs = engine_pairs(cases)
+    row = next(r for r in rows if r.source == "xdit-project/xDiT")
+    others = fit_speed([p for p in pairs if p.source != row.source])
+    assert others != pytest.approx(fit_speed(pairs))
+    by_number = {n: c for n, c, _ in cases}
+    m = estimate_case(by_number[row.row]).metrics
+    shipped = engine_time_factor("diffusion", "torch-compile")[0]
+    sped = (m["denoiser_s"] - m["denoiser_attention_s"]) / shipped
+    t = m["s_per_batch"] + sped * (others - shipped)
+    cross_validate_engines([row], cases)
+    assert row.cv_predicted == pytest.approx(row.predicted * t / m["s_per_batch"])
+
+
+def _scenario(tmp_path, engine: str | None, model: str = "flux1-schnell"):
+    extra = f"\n    engine: {engine}" if engine else ""
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        "name: drafts\nworkloads:\n  - name: drafts\n    kind: image_generation\n"
+        f"    model: {model}\n    images_per_hour: 20000\n    max_s_per_image: 4{extra}\n"
+        "fleet:\n  gpus: [h100-sxm]\ncost:\n  basis: rental\n  years: 1\n"
+    )
+    return p
+
+
+def test_a_compiled_pipeline_never_costs_more_and_says_so(tmp_path):
+    eager = solve(str(_scenario(tmp_path, None)))
+    fast = solve(str(_scenario(tmp_path, "torch-compile")))
+    assert fast.plan.cost_usd <= eager.plan.cost_usd
+    assert fast.plan.total_gpus < eager.plan.total_gpus  # 5.6 images/s of schnell: fewer H100s
+    assert any("torch-compile" in n for n in fast.notes)
+    assert not any("engine diffusers" in n for n in eager.notes)
+
+
+def test_a_var_model_ignores_the_pipeline_engine(tmp_path):
+    a = solve(str(_scenario(tmp_path, None, "var-d30")))
+    b = solve(str(_scenario(tmp_path, "torch-compile", "var-d30")))
+    assert a.plan.cost_usd == b.plan.cost_usd
+
+
+def test_a_bad_engine_in_a_scenario_is_a_clear_error(tmp_path):
+    r = CliRunner().invoke(cli, ["solve", str(_scenario(tmp_path, "torchcompile"))])
+    assert r.exit_code == 2
+    assert "s.yaml:8: workloads.0.engine" in r.output
+    assert "Did you mean: torch-compile" in r.output
+
+
+def test_estimate_json_carries_the_engine():
+    r = CliRunner().invoke(
+        cli,
+        [
+            "estimate",
+            "--model",
+            "sdxl",
+            "--gpu",
+            "h100-sxm",
+            "--engine",
+            "torch-compile",
+            "--format",
+            "json",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["metrics"]["engine"] == "torch-compile"
