@@ -136,6 +136,20 @@ SPEECH_ENGINES: dict[str, str] = {
     "trtllm": "TensorRT-LLM (fused kernels and graphs; the LLM engines' step costs)",
 }
 
+
+def family_engine(name: str | None, table: dict[str, str], what: str) -> str:
+    """A family's engine name, checked against ``table`` (its engines, the default first;
+    None: the default); ``what`` names the kind in the error ('speech')."""
+    n = (name or next(iter(table))).lower()
+    if n not in table:
+        near = closest(n, list(table))
+        hint = f" Did you mean: {', '.join(near)}?" if near else ""
+        raise EstimatorError(
+            f"unknown {what} engine '{name}'.{hint} {what.capitalize()} engines: {', '.join(table)}"
+        )
+    return n
+
+
 # Diffusion pipeline engines: they differ in how fast the same denoiser passes run (fused
 # kernels, autotuned GEMMs, CUDA graphs), a time factor on the denoiser fitted from published
 # pairs of the same pipeline run both ways (estimator.families.diffusion, calibration.yaml

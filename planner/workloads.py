@@ -132,6 +132,14 @@ class LLMWorkload(BaseModel):
         return v.lower()
 
 
+def _checked(check, v: str) -> str:
+    """``check(v)``, its estimator error as the validation error pydantic reports."""
+    try:
+        return check(v)
+    except EstimatorError as e:
+        raise ValueError(str(e)) from None
+
+
 class _FamilyWorkload(BaseModel):
     model_config = STRICT
     name: str = Field(min_length=1)
@@ -163,13 +171,7 @@ class SpeechWorkload(_FamilyWorkload):
         DEFAULT_ASR_ENGINE, description="serving engine: " + ", ".join(SPEECH_ENGINES)
     )
 
-    @field_validator("engine")
-    @classmethod
-    def _engine(cls, v: str) -> str:
-        try:
-            return asr_engine(v)
-        except EstimatorError as e:
-            raise ValueError(str(e)) from None
+    _engine = field_validator("engine")(classmethod(lambda cls, v: _checked(asr_engine, v)))
 
     @model_validator(mode="after")
     def _one_demand(self) -> SpeechWorkload:
@@ -203,6 +205,7 @@ OFFLOAD = (
     "largest; each batch moves all of them over PCIe)"
 )
 
+
 PIPELINE_ENGINE = (
     "the pipeline's engine, which sets how fast the denoiser runs (diffusion models; VAR "
     "models ignore it): " + ", ".join(DIFFUSION_ENGINES)
@@ -216,13 +219,7 @@ class _DiffusionWorkload(_FamilyWorkload):
     offload: bool = Field(False, description=OFFLOAD)
     engine: str = Field(DEFAULT_DIFFUSION_ENGINE, description=PIPELINE_ENGINE)
 
-    @field_validator("engine")
-    @classmethod
-    def _engine(cls, v: str) -> str:
-        try:
-            return diffusion_engine(v)
-        except EstimatorError as e:
-            raise ValueError(str(e)) from None
+    _engine = field_validator("engine")(classmethod(lambda cls, v: _checked(diffusion_engine, v)))
 
 
 class ImageGenerationWorkload(_DiffusionWorkload):

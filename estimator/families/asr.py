@@ -10,8 +10,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..efficiency import EngineHost, engine_host
-from ..engines import SPEECH_ENGINES
-from ..errors import EstimatorError, closest
+from ..engines import SPEECH_ENGINES, family_engine
 from ..formats import kv_format, weight_format
 from ..hardware import Accelerator
 from ..parallel import Parallel
@@ -40,14 +39,7 @@ DEFAULT_ASR_ENGINE = next(iter(SPEECH_ENGINES))  # the table's first (estimator.
 
 def asr_engine(name: str | None) -> str:
     """A speech engine's name, checked (None: the default)."""
-    n = (name or DEFAULT_ASR_ENGINE).lower()
-    if n not in SPEECH_ENGINES:
-        near = closest(n, list(SPEECH_ENGINES))
-        hint = f" Did you mean: {', '.join(near)}?" if near else ""
-        raise EstimatorError(
-            f"unknown speech engine '{name}'.{hint} Speech engines: {', '.join(SPEECH_ENGINES)}"
-        )
-    return n
+    return family_engine(name, SPEECH_ENGINES, "speech")
 
 
 class AsrModel(BaseModel):

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..efficiency import engine_time_factor
-from ..engines import DIFFUSION_ENGINES
-from ..errors import EstimatorError, SplitError, closest
+from ..engines import DIFFUSION_ENGINES, family_engine
+from ..errors import EstimatorError, SplitError
 from ..formats import weight_format
 from ..hardware import Accelerator
 from ..parallel import Parallel
@@ -24,15 +24,7 @@ DEFAULT_DIFFUSION_ENGINE = next(iter(DIFFUSION_ENGINES))  # the table's first
 
 def diffusion_engine(name: str | None) -> str:
     """A diffusion engine's name, checked (None: the default)."""
-    n = (name or DEFAULT_DIFFUSION_ENGINE).lower()
-    if n not in DIFFUSION_ENGINES:
-        near = closest(n, list(DIFFUSION_ENGINES))
-        hint = f" Did you mean: {', '.join(near)}?" if near else ""
-        raise EstimatorError(
-            f"unknown diffusion engine '{name}'.{hint} Diffusion engines: "
-            f"{', '.join(DIFFUSION_ENGINES)}"
-        )
-    return n
+    return family_engine(name, DIFFUSION_ENGINES, "diffusion")
 
 
 def engine_note(engine: str | None) -> str:
