@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from estimator.families import FamilyOptions
-from estimator.families.asr import engine_note
-from estimator.families.diffusion import DEFAULT_DIFFUSION_ENGINE
+from estimator.families.asr import engine_note as asr_engine_note
 from estimator.families.diffusion import engine_note as diffusion_engine_note
 
 from . import demand
@@ -38,7 +37,8 @@ class WorkloadKind:
     capacity: Callable[..., Any] | None = None  # None: the language-model path (seats)
     limit_key: str | None = None  # the workload's time limit, named when nothing meets it
     too_slow: str | None = None  # message when nothing keeps up (format keys: w, label, s)
-    note: Callable[[Any], str | None] | None = None  # said once per workload of this kind
+    # said once per workload of this kind (the workload, its model; None: nothing to say)
+    note: Callable[[Any, Any], str | None] | None = None
     # the time a replica's pass (``s_per_batch``) is held to, from the workload and the
     # replica's metrics, where the limit is not a time of the workload's own (``limit_key``)
     pass_limit: Callable[[Any, dict], float | None] | None = None
@@ -65,9 +65,10 @@ def _pipe(w, m) -> dict[str, Any]:
     return {"fast_accum": w.fast_accum, "offload": w.offload, **engine}
 
 
-def _engine_said(w) -> str | None:
-    """A diffusion workload's engine, said where it is not the default."""
-    if w.engine == DEFAULT_DIFFUSION_ENGINE:
+def _diffusion_engine_said(w, m) -> str | None:
+    """A diffusion workload's engine, said where its model is a diffusion model (a VAR
+    model ignores it)."""
+    if not m.family.startswith("diffusion"):
         return None
     return f"workload '{w.name}': {diffusion_engine_note(w.engine)}"
 
@@ -91,7 +92,7 @@ KINDS: dict[str, WorkloadKind] = {
         demand.speech_streams,
         speech_capacity,
         "max_rtf",
-        note=lambda w: f"workload '{w.name}': {engine_note(w.engine)}",
+        note=lambda w, m: f"workload '{w.name}': {asr_engine_note(w.engine)}",
         # a window of audio within max_rtf of its length
         pass_limit=lambda w, m: w.max_rtf * m["audio_seconds"] if "audio_seconds" in m else None,
     ),
@@ -121,7 +122,7 @@ KINDS: dict[str, WorkloadKind] = {
             "max_s_per_image",
         ),
         "max_s_per_image",
-        note=_engine_said,
+        note=_diffusion_engine_said,
     ),
     "video_generation": WorkloadKind(
         VideoGenerationWorkload,
@@ -135,7 +136,7 @@ KINDS: dict[str, WorkloadKind] = {
             "max_latency_s",
         ),
         "max_latency_s",
-        note=_engine_said,
+        note=_diffusion_engine_said,
     ),
     "robot_policy": WorkloadKind(
         RobotPolicyWorkload,

@@ -212,7 +212,7 @@ class SearchSpace:
                 if note:
                     self.notes.append(f"workload '{w.name}': {note}")
         for w in sc.workloads:
-            if KINDS[w.kind].note and (said := KINDS[w.kind].note(w)):
+            if KINDS[w.kind].note and (said := KINDS[w.kind].note(w, self.family_models[w.name])):
                 self.notes.append(said)
         self.excluded: dict[str, list[tuple[str, str]]] = {}
         self.best_seen: dict[str, list[tuple[Candidate, Capacity]]] = {}

@@ -140,11 +140,16 @@ _FORMAT_OPTIONS = [
     ),
     click.option(
         "--engine",
-        type=click.Choice(list(dict.fromkeys([*ENGINES, *SPEECH_ENGINES, *DIFFUSION_ENGINES]))),
+        metavar="ENGINE",
         default=None,
-        help="The serving engine: its memory policy for language models, its per-step host "
-        "time for speech, its denoiser speed for diffusion [default: vllm; faster-whisper "
-        "for speech models; diffusers for diffusion models].",
+        help="The serving engine: its memory policy for language models ("
+        + ", ".join(ENGINES)
+        + "), its per-step host time for speech ("
+        + ", ".join(SPEECH_ENGINES)
+        + "), its denoiser speed for diffusion ("
+        + ", ".join(DIFFUSION_ENGINES)
+        + ") [default: vllm; faster-whisper for speech models; diffusers for diffusion "
+        "models]. An unknown name is refused with the closest.",
     ),
     click.option(
         "--gpu-memory-utilization",
