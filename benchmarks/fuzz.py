@@ -235,7 +235,16 @@ def cli_args(draw) -> list[str]:
         "--spec-acceptance": ["0", "0.7", "1"],
         "--weights": ["bf16", "fp8", "int4", "fp4"],
         "--kv": ["bf16", "fp8", "int4"],
-        "--engine": ["vllm", "sglang", "trtllm"],
+        # every family's engines, and a near miss the estimator must name
+        "--engine": [
+            "vllm",
+            "sglang",
+            "trtllm",
+            "faster-whisper",
+            "torch-compile",
+            "tensorrt",
+            "torch-compil",
+        ],
     }
     if cmd == "estimate":
         options |= {
