@@ -427,6 +427,11 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         return Skipped(idx, row, f"metric '{metric}' not evaluated")
     if kind == "offline" and metric in ("ttft_ms", "itl_ms", "tpot_ms", "tok_s_per_user"):
         return Skipped(idx, row, "latency under an offline/server load without its concurrency")
+    # one client alone has no one to fall out of step with: the idle replica's TTFT
+    spread = kind == "closed" and clients > 1 and VARIABLE_LENGTHS in notes
+    arrivals = "spread" if spread else "waves"
+    if spread:
+        assumptions.append("lengths drawn per request: clients out of step (spread arrivals)")
     case = Case(
         idx,
         row,
@@ -449,13 +454,8 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         ev=ev,
         frontend=frontend_of(row.get("framework", ""), engine),
         rate=(rate or 0.0) / par.replicas,
-        # one client alone has no one to fall out of step with: the idle replica's TTFT
-        arrivals="spread"
-        if kind == "closed" and clients > 1 and VARIABLE_LENGTHS in notes
-        else "waves",
+        arrivals=arrivals,
     )
-    if case.arrivals == "spread":
-        assumptions.append("lengths drawn per request: clients out of step (spread arrivals)")
     ctx = isl + osl / 2
     case.dec = _decompose(ev, ev1, lambda e: e.decode_step(b, ctx))
     case.pre = _decompose(ev, ev1, lambda e: e.prefill(1, isl))

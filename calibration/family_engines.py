@@ -209,9 +209,9 @@ def fit_family_engines(cases: list[tuple[int, dict, dict]]) -> dict:
             "sources": sorted({r.source for r in runs}),
         }
     out = {"asr": fitted} if fitted else {}
-    speed = {}
+    speed, every = {}, engine_pairs(cases)
     for eng in SPEED_FITTED:
-        pairs = [p for p in engine_pairs(cases) if p.engine == eng]
+        pairs = [p for p in every if p.engine == eng]
         if len({p.source for p in pairs}) >= MIN_PAIR_SOURCES:
             speed[eng] = {
                 "time_factor": round(fit_speed(pairs), 4),

@@ -64,9 +64,10 @@ def user_dirs(extra_dirs: tuple[str, ...]) -> list[Path]:
     return [Path(d) for d in (*env, *extra_dirs)]
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; syntax errors name the file and line."""
-    return _parse(read_text(path), path)
+def read_yaml(path: Path, text: str | None = None) -> Any:
+    """Parse a YAML file (its ``text``, where already read); syntax errors name the file and
+    line."""
+    return _parse(read_text(path) if text is None else text, path)
 
 
 def read_text(path: Path) -> str:
@@ -113,12 +114,9 @@ def _dirs(kind: str, extra_dirs: tuple[str, ...]) -> list[Path]:
     return dirs
 
 
-def parsed_cache(
-    kind: str, extra_dirs: tuple[str, ...], part: str = "files", roots: list[Path] | None = None
-) -> ParsedYaml:
+def parsed_cache(kind: str, roots: list[Path], part: str = "files") -> ParsedYaml:
     """The remembered parses of a catalogue's files (``part``: whole files, or heads), read
-    from its folders (``roots``; by default the kind's shipped and user folders)."""
-    roots = _dirs(kind, extra_dirs) if roots is None else roots
+    from its folders (``roots``)."""
     where = "|".join(str(d.resolve()) for d in roots)
     return ParsedYaml(f"{kind}:{part}:{_LOADER.__name__}:{where}")
 
@@ -127,7 +125,7 @@ def read_catalogue(kind: str, extra_dirs: tuple[str, ...]) -> list[tuple[Path, A
     """Every YAML file of a catalogue (shipped, then the user's folders), parsed
     (remembered between runs by each text's digest: :mod:`estimator.yaml_cache`)."""
     dirs = _dirs(kind, extra_dirs)
-    with parsed_cache(kind, extra_dirs, roots=dirs) as cache:
+    with parsed_cache(kind, dirs) as cache:
         return [(p, _parse(read_text(p), p, cache)) for p in _yaml_files(dirs)]
 
 
@@ -223,7 +221,7 @@ def model_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[ModelPreset]
     items = LazyPresets(_model_preset)
     aliases: dict[str, str] = {}
     dirs = _dirs("models", extra_dirs)
-    with parsed_cache("models", extra_dirs, "heads", dirs) as cache:
+    with parsed_cache("models", dirs, "heads") as cache:
         for path in _yaml_files(dirs):
             text = read_text(path)
             name, names = _head(path, text, cache)

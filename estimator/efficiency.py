@@ -199,17 +199,22 @@ class EngineHost:
     rows: int = 0
 
 
+def _family_engine_entry(family: str, engine: str) -> dict:
+    """A family engine's fitted entry in the calibration (``family_engines``), {} if none."""
+    return ((calibration().get("family_engines") or {}).get(family) or {}).get(engine) or {}
+
+
 def engine_time_factor(family: str, engine: str) -> tuple[float, int]:
     """(time factor, published pairs behind it) of a family's engine on the work it runs
     (diffusion: the denoiser), fitted by ``planner calibrate``; (1.0, 0) where none is."""
-    entry = ((calibration().get("family_engines") or {}).get(family) or {}).get(engine)
-    if not entry or "time_factor" not in entry:
+    entry = _family_engine_entry(family, engine)
+    if "time_factor" not in entry:
         return 1.0, 0
     return float(entry["time_factor"]), int(entry.get("rows", 0))
 
 
 def engine_host(family: str, engine: str) -> EngineHost:
-    entry = ((calibration().get("family_engines") or {}).get(family) or {}).get(engine)
+    entry = _family_engine_entry(family, engine)
     if not entry:
         return EngineHost()
     return EngineHost(

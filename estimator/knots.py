@@ -30,6 +30,13 @@ def knot_index(slots):
     return np.searchsorted(BATCH_KNOTS, slots)
 
 
+def last_knot(slots, width: int | None = None):
+    """The index of the last knot of a table through ``slots`` (at least one): the first knot
+    at or past it, within a table ``width`` knots wide where given (each of an array)."""
+    last = knot_index(np.maximum(slots, 1))
+    return last if width is None else np.minimum(last, width - 1)
+
+
 def knots_upto(slots: int) -> np.ndarray:
     """The batch knots from 0 through the first at or above ``slots``."""
     return BATCH_KNOTS[: int(knot_index(slots)) + 1]

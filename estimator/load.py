@@ -43,7 +43,7 @@ import numpy as np
 
 from .errors import EstimatorError
 from .fixed_point import rate_fixed_point
-from .knots import BATCH_KNOTS, knot_index
+from .knots import BATCH_KNOTS, last_knot
 from .queues import Repairman, poisson_quantile, tail_wait
 from .steps import Steps
 
@@ -109,7 +109,7 @@ def decode_batch(steps: Steps, k) -> np.ndarray:
         rows = np.broadcast_to(steps.config, k.shape)
     width = table.shape[1]
     slots = np.maximum(np.asarray(steps.slots, np.intp), 1)
-    last = np.minimum(knot_index(slots), width - 1)  # the knot at or past
+    last = last_knot(slots, width)  # the knot at or past
     last = np.broadcast_to(last, k.shape)
     ratio = steps.decode_ratio
     with np.errstate(divide="ignore"):

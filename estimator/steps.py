@@ -13,7 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .across_gpus import stack, stack_key
-from .knots import BATCH_KNOTS, interp_table, knot_index, knots_upto
+from .knots import BATCH_KNOTS, interp_table, knots_upto, last_knot
 from .llm import Evaluator
 
 
@@ -246,7 +246,7 @@ def _prepare(evs, input_tokens, output_tokens, opts, encoder_s) -> list[Steps]:
         e = spec.tokens_per_step()
     it = np.atleast_2d(np.asarray(it, float))
     kv = np.asarray(ev.kv_bytes_per_gpu(b, ctx_mem), float) + shared
-    widths = knot_index(np.maximum(slots, 1)) + 1  # each one's knots_upto
+    widths = last_knot(slots) + 1  # each one's knots_upto
     out = []
     for g, (e_g, n, width) in enumerate(zip(evs, slots, widths.tolist(), strict=True)):
         out.append(

@@ -16,7 +16,7 @@ import numpy as np
 from estimator import Evaluator
 from estimator.bands import pessimistic_factor
 from estimator.curves import load_curve, users_past_saturation
-from estimator.knots import BATCH_KNOTS, knot_index
+from estimator.knots import BATCH_KNOTS, last_knot
 from estimator.load import load_point, saturation_rate
 from estimator.steps import Steps, prepare_steps_many
 
@@ -317,17 +317,17 @@ def speed_bound_users(st: Steps, think, tokens_per_s, n_hi) -> np.ndarray:
     ``(think + prefill + d) / d`` (Little's law). It only places the capacity search's
     first counts, never its answer."""
     table = np.atleast_2d(st.iter_table)
-    width = np.minimum(knot_index(np.maximum(st.slots, 1)), table.shape[1] - 1)
+    last = last_knot(st.slots, table.shape[1])
     t = np.asarray(st.tokens_per_iter, float) / tokens_per_s
     d = (np.asarray(st.output_tokens, float) - 1) / tokens_per_s
     with np.errstate(divide="ignore", invalid="ignore"):
         per_seq = t * np.asarray(st.input_tokens * st.s_token, float) / d  # ρ's share of t
         ok = table[:, 1:] + BATCH_KNOTS[1 : table.shape[1]] * per_seq[:, None] <= t[:, None]
     knots = np.arange(1, table.shape[1])
-    j = np.where(ok & (knots[None, :] <= width[:, None]), knots[None, :], 0).max(axis=1)
+    j = np.where(ok & (knots[None, :] <= last[:, None]), knots[None, :], 0).max(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         users = BATCH_KNOTS[j] * (think + st.s_alone + d) / d
-    known = (j >= 1) & (j < width) & np.isfinite(users)
+    known = (j >= 1) & (j < last) & np.isfinite(users)
     return np.where(known, np.minimum(users, n_hi), np.nan)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from estimator.families import FamilyOptions
+from estimator.families import FamilyOptions, family_of
 from estimator.families.asr import engine_note as asr_engine_note
 from estimator.families.diffusion import engine_note as diffusion_engine_note
 
@@ -58,17 +58,22 @@ def _square(side: int | None) -> tuple[int, int] | None:
     return (side, side) if side else None
 
 
+def _takes_engine(m) -> bool:
+    """Whether the model's family tells engines apart (an image workload's VAR model does
+    not: it is timed on the roofline alone)."""
+    return bool(family_of(m).engines)
+
+
 def _pipe(w, m) -> dict[str, Any]:
     """A diffusion workload's pipeline switches (16-bit accumulation, model CPU offload) and,
-    for a diffusion model, its engine."""
-    engine = {"engine": w.engine} if m.family.startswith("diffusion") else {}
+    for a model whose family tells engines apart, its engine."""
+    engine = {"engine": w.engine} if _takes_engine(m) else {}
     return {"fast_accum": w.fast_accum, "offload": w.offload, **engine}
 
 
 def _diffusion_engine_said(w, m) -> str | None:
-    """A diffusion workload's engine, said where its model is a diffusion model (a VAR
-    model ignores it)."""
-    if not m.family.startswith("diffusion"):
+    """A diffusion workload's engine, said where its model takes one."""
+    if not _takes_engine(m):
         return None
     return f"workload '{w.name}': {diffusion_engine_note(w.engine)}"
 

@@ -164,6 +164,8 @@ class SearchSpace:
             w.name: self._family_model(w) for w in sc.workloads if w.name not in llm
         }
         self.gpus = self._allowed_gpus()
+        if sc.cost.basis == "rental" and sc.fleet.unit != "gpu":  # what _units_for rents
+            check_clouds(sc.cost.clouds or [], self.presets)
         self.units: dict[str, list[Unit]] = {}
         left_out: dict[str, list[str]] = {}
         for g in list(self.gpus):
@@ -233,7 +235,6 @@ class SearchSpace:
             u = gpu_unit(gpu, sc.cost)
             return ([u], "") if u else ([], f"no {basis} price in its preset")
         if basis == "rental":
-            check_clouds(sc.cost.clouds or [], self.presets)
             found = instances_for(gpu.name, sc.cost.clouds, sc.cost.commitment, self.presets)
             units = [u for i in found if (u := instance_unit(i, gpu, sc.cost))]
             where = f" on {', '.join(sc.cost.clouds)}" if sc.cost.clouds else ""

@@ -15,6 +15,8 @@ from estimator.errors import EstimatorError
 from estimator.hardware import Accelerator
 from estimator.lookup import Catalog
 
+from .errors import ScenarioError
+
 PRESET = ConfigDict(extra="forbid")
 
 
@@ -163,13 +165,11 @@ def clouds(extra_dirs: tuple[str, ...] = ()) -> list[str]:
 def check_clouds(names: list[str], extra_dirs: tuple[str, ...] = ()) -> None:
     """Unknown cloud names (a scenario's cost.clouds) are an input error that names the
     known ones."""
-    import difflib
-
-    from .errors import ScenarioError
-
     known = clouds(extra_dirs)
     for c in names:
         if c not in known:
+            import difflib  # only for the error's hint
+
             near = difflib.get_close_matches(c, known, n=1)
             hint = f"; did you mean {near[0]}?" if near else ""
             listed = ", ".join(known)

@@ -83,12 +83,12 @@ def family_catalog(extra_dirs: tuple[str, ...] = ()) -> ModelCatalog[FamilyPrese
     items = LazyPresets(_family_preset)
     aliases: dict[str, str] = {}
     roots = [shipped_dir() / "families"] + [d / "families" for d in user_dirs(extra_dirs)]
-    with parsed_cache("families", extra_dirs, "heads", roots) as cache:
+    with parsed_cache("families", roots, "heads") as cache:
         for path in (p for root in roots if root.is_dir() for p in sorted(root.glob("*/*.yaml"))):
             text = read_text(path)
             head = preset_head(text, cache)
             if head is None or not isinstance(head.get("family"), str):
-                head = _family_preset(path, read_yaml(path)).model_dump()
+                head = _family_preset(path, read_yaml(path, text)).model_dump()
             if head["family"] not in FAMILIES:
                 continue  # transcribed, but this family's physics is not built yet
             items.paths[head["name"]] = (path, text)
