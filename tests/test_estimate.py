@@ -86,30 +86,6 @@ def test_int4_weights_stream_at_their_share(h100):
     assert float(bf.decode_step(1, 1000).memory) == float(bf1.decode_step(1, 1000).memory)
 
 
-def test_routed_experts_compute_at_their_share(h100):
-    """A MoE prompt pass: the routed experts' FLOPs (each token through its top-k) cost
-    1/expert_compute of their time at the family's compute share; a dense model's pass does
-    not change. Qwen3-30B-A3B (128 experts, top-8) at 4096 tokens, hand-computed from its
-    config: 48 layers x 8 experts x 3 x 2048 x 768 weights a token."""
-    from dataclasses import replace
-
-    eff = efficiency_for(efficiency_key(h100), "bf16", "vllm")
-    assert 0 < eff.expert_compute < 1
-    m = get_model("qwen3-30b-a3b")
-    a = Evaluator(m, h100, Parallel(), efficiency=replace(eff, expert_compute=1.0))
-    b = a.with_efficiency(replace(eff, expert_compute=0.5))
-    n = 4096
-    ea, eb = a.prefill(1, n), b.prefill(1, n)
-    flops = 2 * n * 48 * 8 * 3 * 2048 * 768
-    peak = h100.dense_tflops["bf16"] * 1e12 * eff.compute
-    assert float(ea.expert_compute) == pytest.approx(flops / peak, rel=1e-6)
-    assert float(eb.expert_compute) == pytest.approx(2 * flops / peak, rel=1e-6)
-    assert float(eb.total) > float(ea.total)
-    dense = Evaluator(get_model("llama-3.1-8b"), h100, Parallel(), efficiency=eff)
-    dense1 = dense.with_efficiency(replace(eff, expert_compute=1.0))
-    assert float(dense.prefill(1, n).total) == float(dense1.prefill(1, n).total)
-
-
 def test_prefill_compute_bound_hand_computed(h100):
     m = get_model("llama-3.1-8b")
     eff = efficiency_for(efficiency_key(h100))
