@@ -49,13 +49,11 @@ class Batch:
             host[:, 0] * 1e-3,
             host[:, 1] * 1e-6,
         )
-        t_dec = self.dec.time(me, ce, *k, p.int4_stream, p.expert_compute)
+        t_dec = self.dec.time(me, ce, *k, p.int4_stream)
         # a prompt's marginal prefill: one PP stage's share (prompts pipeline through the
         # stages, as `estimator.steps.prepare_steps` has it)
-        pre = self.pre
-        cmp = pre.compute + pre.attn_compute + pre.expert_compute / p.expert_compute
-        s = (cmp / ce + pre.comm + pre.collectives * k[0]) / self.pp
-        s_alone = pre.time(me, ce, *k, p.int4_stream, p.expert_compute)
+        s = (self.pre.all_compute / ce + self.pre.comm + self.pre.collectives * k[0]) / self.pp
+        s_alone = self.pre.time(me, ce, *k, p.int4_stream)
         out = np.empty(len(self.cases))
         for i in range(len(self.cases)):
             osl = int(self.osl[i])

@@ -119,15 +119,13 @@ class Parts:
     def all_memory(self):
         return self.memory + self.attn_memory + self.expert_memory
 
-    def time(
-        self, mem_eff, cmp_eff, base_s, layer_s, step_s, seq_s, int4_stream=1.0, expert_cmp=1.0
-    ):
+    def time(self, mem_eff, cmp_eff, base_s, layer_s, step_s, seq_s, int4_stream=1.0):
         slower = 1.0 / int4_stream - 1.0  # int4 weights' extra streaming cost per byte
         mem = self.memory + self.int4 * slower
         e_mem = self.expert_memory + self.int4_expert * slower
         t = np.maximum(mem / mem_eff, self.compute / cmp_eff) + self.comm
         t = t + np.maximum(self.attn_memory / mem_eff, self.attn_compute / cmp_eff)
-        t = t + np.maximum(e_mem / mem_eff, self.expert_compute / (cmp_eff * expert_cmp))
+        t = t + np.maximum(e_mem / mem_eff, self.expert_compute / cmp_eff)
         return t + self.collectives * base_s + self.layers * layer_s + step_s + self.seqs * seq_s
 
 

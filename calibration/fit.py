@@ -166,10 +166,6 @@ def fit(cases: list[Case], pinned: dict[str, float] | None = None) -> tuple[Para
     int4_dense = [j for j, c in enumerate(use) if float(c.dec.int4) > 0 and not c.ev.model.is_moe]
     int4_srcs = Counter(use[j].source_key for j in int4_dense)
     own_int4 = len(int4_dense) >= MIN_INT4_ROWS and max(int4_srcs.values(), default=0) >= 2
-    # the routed experts' grouped GEMMs' share of the compute share, where MoE rows from two
-    # sources or more depend on compute (else 1: no evidence they run slower)
-    moe = [c for c in use if c.ev.model.is_moe and _informs_compute(c)]
-    own_moe = len(moe) >= MIN_ROWS_PER_FAMILY and len({c.source_key for c in moe}) >= 2
 
     def unpack(x: np.ndarray) -> Params:
         d = {
@@ -211,15 +207,13 @@ def fit(cases: list[Case], pinned: dict[str, float] | None = None) -> tuple[Para
         k += 2 * len(engs)
         int4_stream = float(x[k]) if own_int4 else 1.0
         k += own_int4
-        expert_compute = float(x[k]) if own_moe else 1.0
-        k += own_moe
         requests = {e: float(x[k + i]) for i, e in enumerate(req_engs)}
         if not shared:
             # the defaults serve what no serving engine runs (the other families' pipelines
             # have no continuous-batching scheduler; speech engines fit their own host time):
             # the leanest engine's host work, not a mean with Python schedulers in it
             g += [min(hosts[e][j] for e in engs) for j in (0, 1)]
-        return Params(d, *g, hosts, groups, requests, int4_stream, expert_compute)
+        return Params(d, *g, hosts, groups, requests, int4_stream)
 
     x0, lo, hi = ([0.8, 0.6], [0.2, 0.1], [1.0, 1.0]) if own_default else ([], [], [])
     for f in fams:  # memory unless measured at kernel level, then compute where measured
@@ -240,9 +234,6 @@ def fit(cases: list[Case], pinned: dict[str, float] | None = None) -> tuple[Para
     x0 += [0.8] * own_int4
     lo += [0.2] * own_int4
     hi += [1.0] * own_int4
-    x0 += [0.8] * own_moe
-    lo += [0.1] * own_moe
-    hi += [1.0] * own_moe
     x0 += [20.0] * len(req_engs)
     lo += [0.0] * len(req_engs)
     hi += [500.0] * len(req_engs)
@@ -274,7 +265,6 @@ def fit(cases: list[Case], pinned: dict[str, float] | None = None) -> tuple[Para
     names += [f"{f}.compute_at.{q}" for f, q in extra]
     names += list(glob) + [f"engines.{e}.{k}" for e in engs for k in GLOBAL[2:]]
     names += ["int4_stream"] * own_int4
-    names += ["expert_compute"] * own_moe
     names += [f"{_frontend_home(e)}.{e}.request_overhead_ms" for e in req_engs]
     at_bound = [  # a pinned parameter (its bounds a point) is not at a bound
         n

@@ -27,7 +27,6 @@ class Params:
     # -> the serving stack's own time to a first token, ms (0 for the others)
     requests: dict[str, float] = field(default_factory=dict)
     int4_stream: float = 1.0  # Efficiency.int4_stream
-    expert_compute: float = 1.0  # Efficiency.expert_compute
 
     def eff(self, family: str) -> tuple[float, float]:
         return self.families.get(family, self.families.get("default", (0.8, 0.6)))
@@ -82,5 +81,4 @@ def current_params(families: list[str]) -> Params:
         groups,
         requests,
         e.int4_stream,
-        e.expert_compute,
     )

@@ -36,7 +36,6 @@ def efficiency_of(
         seq_overhead_us=seq,
         request_overhead_ms=params.request(server or engine),
         int4_stream=params.int4_stream,
-        expert_compute=params.expert_compute,
     )
 
 

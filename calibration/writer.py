@@ -83,7 +83,6 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
             "step_overhead_ms": r4(params.step_overhead_ms),
             "seq_overhead_us": r4(params.seq_overhead_us),
             "int4_stream": r4(params.int4_stream),
-            "expert_compute": r4(params.expert_compute),
         },
         "families": fams,
         "engines": {
@@ -134,9 +133,6 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# seq_overhead_us: host work per running sequence per step (sampling, scheduling);\n"
         "# int4_stream: the share of the memory share W4A16 (int4 weight-only) kernels reach\n"
         "# streaming their weights (they dequantise beside the loads), fitted on int4 rows;\n"
-        "# expert_compute: the share of the compute share a MoE model's routed-expert grouped\n"
-        "# GEMMs reach (a step's tokens split over many small per-expert problems), fitted on\n"
-        "# the MoE rows that depend on compute;\n"
         "# engines: those two for each serving engine with enough rows (the defaults' serve\n"
         "# the others), and request_overhead_ms, the time its own server (vllm serve,\n"
         "# sglang.launch_server, trtllm-serve) adds to a first token, where that server's TTFTs\n"
@@ -207,7 +203,6 @@ def calibrate(files: list[Path] | None = None, write: bool = False) -> dict:
             "step_overhead_ms": float(params.step_overhead_ms),
             "seq_overhead_us": float(params.seq_overhead_us),
             "int4_stream": float(params.int4_stream),
-            "expert_compute": float(params.expert_compute),
             "engines": params.engines,
             "request_overhead_ms": params.requests,
         },

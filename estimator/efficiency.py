@@ -32,11 +32,6 @@ class Efficiency:
     # its weights: it unpacks, scales and shifts every weight beside the loads, where a
     # 16-bit or FP8 GEMM only loads them (fitted on the int4 rows; 1: as fast as those)
     int4_stream: float = 1.0
-    # the share of the compute share a MoE model's routed-expert GEMMs reach: grouped GEMMs
-    # split a step's tokens over many small per-expert problems (a few to a few hundred
-    # rows each, some experts hotter than others), where a dense GEMM has them all as one
-    # (fitted on the MoE rows; 1: as fast as the dense GEMMs)
-    expert_compute: float = 1.0
 
 
 @dataclass(frozen=True)

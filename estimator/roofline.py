@@ -178,8 +178,7 @@ class Machine:
         core = np.maximum(t_mem, t_mm) + np.maximum(a_mem, t_at)
         e_mem = e_cmp = 0.0
         if np.ndim(expert_flops) or expert_flops:  # a MoE model's routed experts
-            e_mem = expert_bytes / self.bw
-            e_cmp = expert_flops / (self.peak * self.eff.expert_compute)
+            e_mem, e_cmp = expert_bytes / self.bw, expert_flops / self.peak
             core = core + np.maximum(e_mem, e_cmp)
         stage = core + comm_s + over
         host = self.eff.step_overhead_ms * 1e-3 + seqs * self.eff.seq_overhead_us * 1e-6
