@@ -71,7 +71,11 @@ def lockstep(
     ttft_p = (
         s_alone + request_s + p * (n - 1) * s + np.where(waves > 1, (waves - 1) * cycle * p, 0.0)
     )
-    tpot = ((n + 1) / 2 * s + (output_tokens - 1) * t_dec) / max(output_tokens - 1, 1)
+    # after its first token, request j of a wave waits for the n−1−j prefills behind it
+    # (n−1)/2 on average, then decodes; one output token has no tokens after it: its decode
+    # step is its pace
+    steps = max(output_tokens - 1, 1)
+    tpot = ((n - 1) / 2 * s + steps * t_dec) / steps
     return LoopTimes(tpot, ttft, np.maximum(ttft_p, ttft), n * s / cycle, n * output_tokens / cycle)
 
 

@@ -182,6 +182,11 @@ def test_lockstep_waves():
     lt = lockstep(0.01, 0.02, 0.03, 5, 100)
     assert float(lt.ttft_mean_s) == pytest.approx(0.03 + 2 * 0.02)
     assert float(lt.output_tokens_per_s) == pytest.approx(5 * 100 / (5 * 0.02 + 100 * 0.01))
+    # after its first token request j waits for the 4 - j prefills behind it (2 on average)
+    # and its 99 decode steps: one client has none behind it
+    assert float(lt.tpot_s) == pytest.approx((2 * 0.02 + 99 * 0.01) / 99)
+    assert float(lockstep(0.01, 0.02, 0.03, 1, 100).tpot_s) == pytest.approx(0.01)
+    assert float(lockstep(0.01, 0.02, 0.03, 1, 1).tpot_s) == pytest.approx(0.01)
     # clients beyond what fits wait whole cycles: TTFT jumps
     more = lockstep(0.01, 0.02, 0.03, 10, 100, max_batch=5)
     # half the clients wait one full cycle (1.1 s)
