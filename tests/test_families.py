@@ -172,6 +172,40 @@ def test_estimate_cli_family_bad_input():
     assert r.exit_code == 2 and "WxH" in r.output
 
 
+@pytest.mark.parametrize(
+    ("preset", "family", "args"),
+    [
+        ("bge-large-en-v1.5", "encoder", ["--batch", "32", "--input-tokens", "256"]),
+        ("bge-reranker-v2-m3", "reranker", ["--batch", "32", "--input-tokens", "256"]),
+        ("whisper-small", "asr", ["--batch", "4"]),
+    ],
+)
+def test_a_local_config_of_another_family_is_that_family(tmp_path, preset, family, args):
+    """A model folder (or config.json) of an encoder, cross-encoder or Whisper model is
+    estimated as its family is, exactly as the preset with the same config."""
+    cfg = family_catalog().items[preset].config
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    local = get_family_model(str(folder))
+    assert local.family == family and local.name == "my-model"
+
+    def run(*model):
+        r = CliRunner().invoke(main, ["estimate", "--gpu", "l4", *model, *args, "--format", "json"])
+        assert r.exit_code == 0, r.output
+        return {k: v for k, v in json.loads(r.output).items() if k not in ("model", "notes")}
+
+    assert run("--model-config", str(folder / "config.json")) == run("--model", preset)
+
+
+def test_a_local_encoder_config_missing_keys_is_a_clear_error(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"model_type": "bert", "architectures": ["BertModel"]}))
+    r = CliRunner().invoke(main, ["estimate", "--gpu", "l4", "--model-config", str(p)])
+    assert r.exit_code == 2 and "missing required key 'hidden_size'" in r.output
+    assert "Traceback" not in r.output
+
+
 def test_workload_kind_must_match_model(tmp_path):
     p = tmp_path / "s.yaml"
     p.write_text("workloads:\n  - name: x\n    kind: speech\n    model: bge-m3\n    streams: 4\n")

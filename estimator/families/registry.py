@@ -110,11 +110,46 @@ def _build(name: str, extra_dirs: tuple[str, ...]) -> Any:
     return FAMILIES[p.family].build(p)
 
 
+# a local config.json (or model folder, or Hugging Face cache folder) of these model types is
+# another family's model, built as its presets are: family by model_type, and for the BERT
+# kinds a sequence-classification head makes a cross-encoder (reranker)
+_CONFIG_FAMILIES = {"bert": "encoder", "roberta": "encoder", "xlm-roberta": "encoder"}
+_CONFIG_FAMILIES["whisper"] = "asr"
+
+
+def config_preset(name_or_path: str) -> FamilyPreset | None:
+    """The preset a local config of another family's model stands for (None: not a path,
+    or a language model's config)."""
+    import json
+
+    from ..resolve import config_path  # resolve imports this module
+
+    path = config_path(name_or_path)
+    if path is None or not path.is_file():
+        return None
+    try:
+        cfg = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None  # the language-model reader reports the unreadable file
+    family = _CONFIG_FAMILIES.get(cfg.get("model_type", "")) if isinstance(cfg, dict) else None
+    if family is None or family not in FAMILIES:
+        return None
+    heads = [a for a in cfg.get("architectures") or [] if a.endswith("ForSequenceClassification")]
+    if family == "encoder" and heads:
+        family = "reranker"
+    name = path.parent.name if path.name == "config.json" else path.stem
+    return FamilyPreset(name=name, family=family, source=f"config file {path}", config=cfg)
+
+
 def get_family_model(name: str, extra_dirs: tuple[str, ...] = ()) -> Any:
+    if (local := config_preset(name)) is not None:
+        return FAMILIES[local.family].build(local)
     return _build(family_catalog(extra_dirs).resolve_name(name), extra_dirs)
 
 
 def is_family_model(name: str, extra_dirs: tuple[str, ...] = ()) -> bool:
+    if config_preset(name) is not None:
+        return True
     try:
         family_catalog(extra_dirs).resolve_name(name)
         return True
