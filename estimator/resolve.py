@@ -15,6 +15,7 @@ from .errors import EstimatorError, UnknownNameError
 from .families import family_catalog, get_family_model, is_family_model
 from .hf_config import load_config_file
 from .model import LanguageModel
+from .model_files import config_path
 from .names import config_weight_format
 
 
@@ -29,39 +30,6 @@ class ModelRef:
     path: Path | None
     weights: str | None
     how: str
-
-
-def _cache_snapshot(folder: Path) -> Path | None:
-    """The config.json of a Hugging Face cache folder ``models--org--name``: the snapshot
-    that ``refs/main`` names, else the only (or newest) snapshot holding one."""
-    snaps = folder / "snapshots"
-    if not snaps.is_dir():
-        return None
-    ref = folder / "refs" / "main"
-    if ref.is_file():
-        p = snaps / ref.read_text().strip() / "config.json"
-        if p.is_file():
-            return p
-    found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime)
-    return found[-1] if found else None
-
-
-def config_path(name_or_path: str) -> Path | None:
-    """The config.json a name points at, or None when it is not a local path."""
-    p = Path(name_or_path).expanduser()
-    if name_or_path.endswith(".json"):
-        return p
-    if not p.is_dir():
-        return None
-    if (p / "config.json").is_file():
-        return p / "config.json"
-    found = _cache_snapshot(p)
-    if found is None:
-        raise EstimatorError(
-            f"model folder {p} has no config.json (nor a Hugging Face cache snapshot "
-            "under snapshots/<revision>/)"
-        )
-    return found
 
 
 def _file_weights(path: Path) -> str | None:
@@ -87,16 +55,34 @@ def resolve_model(name_or_path: str, extra_dirs: tuple[str, ...] = ()) -> ModelR
     return ModelRef(name_or_path, r.key, None, weights, r.how)
 
 
+# a family as people name its models
+_READ_AS = {
+    "encoder": "embedding",
+    "asr": "speech-recognition",
+    "diffusion_image": "image-generation",
+    "diffusion_video": "video-generation",
+    "var": "image-generation (VAR)",
+    "vla": "robot-policy (VLA)",
+    "jepa": "video world-model (JEPA)",
+}
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
 def get_model(name_or_path: str, extra_dirs: tuple[str, ...] = ()) -> LanguageModel:
     """A language-model preset by name, alias or Hugging Face id, or a local config. A
     preset of another family is refused with what times it instead."""
     if is_family_model(name_or_path, extra_dirs):
         fam = get_family_model(name_or_path, extra_dirs).family
+        kind = _READ_AS.get(fam, fam)
         what = (
             "a vision-language model: `planner estimate` sizes it with its images (and "
             "`under_load` for users)"
             if fam == "vlm"
-            else f"a {fam} model: `planner estimate --model {name_or_path} --batch N` times it"
+            else f"{_article(kind)} {kind} model: "
+            f"`planner estimate --model {name_or_path} --batch N` times it"
         )
         raise EstimatorError(f"'{name_or_path}' is {what}; this command takes text language models")
     ref = resolve_model(name_or_path, extra_dirs)

@@ -196,6 +196,15 @@ def test_a_local_config_of_another_family_is_that_family(tmp_path, preset, famil
         return {k: v for k, v in json.loads(r.output).items() if k not in ("model", "notes")}
 
     assert run("--model-config", str(folder / "config.json")) == run("--model", preset)
+    assert run("--model", str(folder)) == run("--model", preset)
+
+
+def test_a_language_model_command_names_what_times_another_familys_model():
+    from estimator import EstimatorError, get_model
+
+    for name, kind in (("bge-m3", "an embedding"), ("whisper-small", "a speech-recognition")):
+        with pytest.raises(EstimatorError, match=f"is {kind} model: `planner estimate --model"):
+            get_model(name)
 
 
 def test_a_local_encoder_config_missing_keys_is_a_clear_error(tmp_path):

@@ -27,6 +27,7 @@ from ..catalog import (
 )
 from ..errors import EstimatorError, UnknownNameError
 from ..lookup import ModelCatalog
+from ..model_files import config_path
 
 
 class FamilyPublished(Published):
@@ -121,8 +122,6 @@ def config_preset(name_or_path: str) -> FamilyPreset | None:
     """The preset a local config of another family's model stands for (None: not a path,
     or a language model's config)."""
     import json
-
-    from ..resolve import config_path  # resolve imports this module
 
     path = config_path(name_or_path)
     if path is None or not path.is_file():
