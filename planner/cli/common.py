@@ -99,7 +99,11 @@ _MODEL_OPTIONS = [
         "--model", "model_name", help="Model preset name or alias (see `planner models list`)."
     ),
     click.option(
-        "--model-config", type=click.Path(), help="Path to a local Hugging Face config.json."
+        "--model-config",
+        type=click.Path(),
+        help="A local Hugging Face config.json, model folder or hub-cache folder: "
+        "a language model, or an encoder/reranker (bert, roberta, xlm-roberta) or "
+        "Whisper model, read as its family.",
     ),
 ]
 _SPLIT_OPTIONS = [
