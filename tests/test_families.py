@@ -199,6 +199,14 @@ def test_a_local_config_of_another_family_is_that_family(tmp_path, preset, famil
     assert run("--model", str(folder)) == run("--model", preset)
 
 
+def test_a_folder_named_as_a_preset_is_not_taken_for_a_model(tmp_path, monkeypatch):
+    """A folder in the working directory that holds no config.json does not shadow a family
+    preset of the same name."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bge-m3").mkdir()
+    assert get_family_model("bge-m3").family == "encoder"
+
+
 def test_a_language_model_command_names_what_times_another_familys_model():
     from estimator import EstimatorError, get_model
 

@@ -123,7 +123,10 @@ def config_preset(name_or_path: str) -> FamilyPreset | None:
     or a language model's config)."""
     import json
 
-    path = config_path(name_or_path)
+    try:
+        path = config_path(name_or_path)
+    except EstimatorError:  # a folder without a config: a preset's name may still match
+        return None
     if path is None or not path.is_file():
         return None
     try:
