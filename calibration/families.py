@@ -127,6 +127,7 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
             ),
         ]
     lines += _diffusion_engines((calibration().get("family_engines") or {}).get("diffusion") or {})
+    lines += _encoder_engines((calibration().get("family_engines") or {}).get("encoder") or {})
     engines = (calibration().get("family_engines") or {}).get("asr") or {}
     if engines:
         lines += [
@@ -207,6 +208,33 @@ def _diffusion_engines(engines: dict) -> list[str]:
         "|---|---|---|---|",
         *(
             f"| {name} | {e['time_factor']:g} | {e['rows']} | {', '.join(e['sources'])} |"
+            for name, e in engines.items()
+        ),
+    ]
+
+
+def _encoder_engines(engines: dict) -> list[str]:
+    """The eager encoder engine's fitted numbers, as report lines."""
+    if not engines:
+        return []
+    return [
+        "",
+        "Encoder engines (`estimator/calibration.yaml`, `family_engines.encoder`; "
+        "`calibration/encoder_engines.py`): published runs of one model on one GPU at the "
+        "same precision, batch and length, in eager PyTorch and under a fused engine "
+        "(`validation/encoder_engine_pairs.csv`, 16-bit): eager = max(layers x host time a "
+        "layer, factor x fused), each publisher one vote. The fused engines (`tei`, the "
+        "default) run at the roofline. CV: each publisher's eager times predicted from its "
+        "fused times with the numbers fitted on the others; as fused: the fused time taken "
+        "for the eager one.",
+        "",
+        "| engine | host µs a layer | time factor | pairs | CV median abs. error | as fused | "
+        "sources |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            f"| {name} | {e['layer_us']:g} | {e['time_factor']:g} | {e['rows']} | "
+            f"{e['cv_median_abs_pct']:g}% | {e['as_fused_median_abs_pct']:g}% | "
+            f"{', '.join(e['sources'])} |"
             for name, e in engines.items()
         ),
     ]

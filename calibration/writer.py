@@ -148,7 +148,10 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# running sequence (layer_seq_us) of the eager speech engines, fitted on their runs,\n"
         "# and the time factor of a diffusion engine on the denoiser (time_factor), the median\n"
         "# over sources of published runs paired with the same pipeline in eager PyTorch\n"
-        "# (validation/nonllm_*.csv; calibration/family_engines.py).\n"
+        "# (validation/nonllm_*.csv; calibration/family_engines.py); and the eager encoder\n"
+        "# engine's host time per layer (layer_us) and time factor over fused kernels,\n"
+        "# fitted on published pairs (validation/encoder_engine_pairs.csv;\n"
+        "# calibration/encoder_engines.py).\n"
         "# family_error_bands: quantiles of measured / predicted time of the other families'\n"
         "# rows, leave-one-source-out, per family with 10 rows or more, and all together\n"
         "# (calibration/bands.py), for the bands their estimates carry.\n"
@@ -157,6 +160,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
 
     from . import families
     from .bands import family_error_bands
+    from .encoder_engines import PAIRS_FILE, fit_encoder_engines
     from .family_cases import all_cases
     from .family_engines import fit_family_engines
 
@@ -167,9 +171,11 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
 
     write()  # the engines' host times are fitted on top of the GPU times just written
     doc["family_engines"] = fit_family_engines(all_cases()[0])
+    if encoder := fit_encoder_engines():  # from measured pairs alone: no GPU time in it
+        doc["family_engines"]["encoder"] = encoder
     doc["family_engine_inputs"] = [
         {"file": display_name(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16]}
-        for p in sorted(shipped_dir().glob("nonllm_*.csv"))
+        for p in sorted([*shipped_dir().glob("nonllm_*.csv"), shipped_dir() / PAIRS_FILE])
     ]
     write()  # and the other families' bands on the engines' host times just written
     doc["family_error_bands"] = family_error_bands(families.run())

@@ -150,6 +150,17 @@ def family_engine(name: str | None, table: dict[str, str], what: str) -> str:
     return n
 
 
+# Text encoder engines: fused kernels (the estimate's roofline) or eager PyTorch, whose host
+# time per layer and slower kernels are fitted from published pairs of the same model run
+# both ways (estimator.families.encoder, calibration.yaml family_engines.encoder). The first
+# is the default.
+ENCODER_ENGINES: dict[str, str] = {
+    "tei": "fused kernels: Text Embeddings Inference (as TensorRT, ONNX Runtime's optimised "
+    "graphs, FasterTransformer, infinity)",
+    "transformers": "eager PyTorch: Hugging Face transformers or sentence-transformers",
+}
+
+
 # Diffusion pipeline engines: they differ in how fast the same denoiser passes run (fused
 # kernels, autotuned GEMMs, CUDA graphs), a time factor on the denoiser fitted from published
 # pairs of the same pipeline run both ways (estimator.families.diffusion, calibration.yaml

@@ -15,6 +15,7 @@ from typing import Any
 from estimator.families import FamilyOptions, family_of
 from estimator.families.asr import engine_note as asr_engine_note
 from estimator.families.diffusion import engine_note as diffusion_engine_note
+from estimator.families.encoder import engine_note as encoder_engine_note
 
 from . import demand
 from .family_capacity import batch_scan, robot_capacity, speech_capacity
@@ -85,11 +86,12 @@ KINDS: dict[str, WorkloadKind] = {
         ("encoder", "reranker"),
         demand.embedding_rate,
         batch_scan(
-            lambda w, m: FamilyOptions(input_tokens=w.input_tokens),
+            lambda w, m: FamilyOptions(input_tokens=w.input_tokens, engine=w.engine),
             "docs_per_s",
             "max_batch_latency_s",
         ),
         "max_batch_latency_s",
+        note=lambda w, m: f"workload '{w.name}': {encoder_engine_note(w.engine)}",
     ),
     "speech": WorkloadKind(
         SpeechWorkload,

@@ -7,10 +7,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from estimator.engines import DIFFUSION_ENGINES, ENGINES, KNOBS, SPEECH_ENGINES
+from estimator.engines import DIFFUSION_ENGINES, ENCODER_ENGINES, ENGINES, KNOBS, SPEECH_ENGINES
 from estimator.errors import EstimatorError
 from estimator.families.asr import DEFAULT_ASR_ENGINE, asr_engine
 from estimator.families.diffusion import DEFAULT_DIFFUSION_ENGINE, diffusion_engine
+from estimator.families.encoder import encoder_engine
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
 from estimator.steps import ServingOptions, Speculative
 
@@ -156,6 +157,11 @@ class EmbeddingWorkload(_FamilyWorkload):
     docs_per_s: float = Field(gt=0, le=1e9, description="documents (or pairs) per second at peak")
     input_tokens: int = Field(512, ge=1, le=10_000_000, description="tokens per document (pair)")
     max_batch_latency_s: float = Field(1.0, gt=0, le=86400, description="time one batch may take")
+    engine: str = Field(
+        next(iter(ENCODER_ENGINES)), description="serving engine: " + ", ".join(ENCODER_ENGINES)
+    )
+
+    _engine = field_validator("engine")(classmethod(lambda cls, v: _checked(encoder_engine, v)))
 
 
 class SpeechWorkload(_FamilyWorkload):

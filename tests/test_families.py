@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from estimator import Parallel, SplitError, get_gpu
+from estimator import EstimatorError, Parallel, SplitError, get_gpu
 from estimator.families import family_catalog, get_family_model
 from estimator.families.asr import asr_streams_per_replica, estimate_asr
 from estimator.families.base import stack_pass
@@ -102,6 +102,77 @@ def test_asr_faster_gpu_lower_rtf_and_beam_costs_decode():
     assert slow.metrics["audio_s_per_s"] == pytest.approx(8 * 30 / slow.metrics["s_per_batch"])
     # the engine the timing assumes is stated, with where its host time comes from
     assert any("engine faster-whisper" in n and "published runs" in n for n in slow.notes)
+
+
+def test_eager_encoder_engine_is_its_fitted_floor_or_factor():
+    """Eager PyTorch: the host's time a layer below some work, the fitted factor over the
+    fused engine's time above it, never faster than fused; bge-large (24 layers) on an L4."""
+    from estimator.efficiency import engine_host, engine_time_factor
+
+    m, gpu = get_family_model("bge-large-en-v1.5"), get_gpu("l4")
+    host = engine_host("encoder", "transformers")
+    factor = engine_time_factor("encoder", "transformers")[0]
+    assert host.rows >= 20 and 100 < host.layer_us < 3000 and 1 < factor < 5
+    for batch, tokens in ((1, 32), (4, 128), (64, 512), (256, 449)):
+        fused = estimate_encoder(m, gpu, Parallel(), "bf16", batch, tokens, "tei")
+        eager = estimate_encoder(m, gpu, Parallel(), "bf16", batch, tokens, "transformers")
+        t, tf = eager.metrics["s_per_batch"], fused.metrics["s_per_batch"]
+        assert t == pytest.approx(max(24 * host.layer_us * 1e-6, factor * tf))
+        assert t > tf and eager.metrics["engine"] == "transformers"
+    small = estimate_encoder(m, gpu, Parallel(), "bf16", 1, 32, "transformers")
+    assert small.bottleneck == "host (kernel launches)"
+    assert small.metrics["s_per_batch"] == pytest.approx(24 * host.layer_us * 1e-6)
+    with pytest.raises(EstimatorError, match="Did you mean: transformers"):
+        estimate_encoder(m, gpu, Parallel(), "bf16", 1, 32, "transfomers")
+
+
+def test_encoder_engine_fit_recovers_known_numbers():
+    """Pairs made from a known host time and factor give them back, whatever the mix of
+    host- and GPU-bound pairs and however many pairs each publisher has."""
+    from calibration.encoder_engines import Pair, cross_validate, eager_time, fit
+
+    rng = np.random.default_rng(7)
+    pairs = []
+    for s, n in (("a", 30), ("b", 5), ("c", 9)):
+        for _ in range(n):
+            # host-bound and GPU-bound pairs in every publisher's (log-uniform times)
+            layers, fused = int(rng.choice([6, 12, 24])), float(np.exp(rng.uniform(-9, -1.6)))
+            pairs.append(Pair(s, layers, float(eager_time(layers, fused, 650e-6, 2.2)), fused))
+    layer_s, factor = fit(pairs)
+    assert layer_s == pytest.approx(650e-6, rel=1e-3) and factor == pytest.approx(2.2, rel=1e-3)
+    assert np.nanmax(np.abs(cross_validate(pairs))) < 0.5
+
+
+def test_the_shipped_encoder_pairs_predict_eager_better_than_fused_time():
+    from calibration.encoder_engines import fit_encoder_engines
+
+    e = fit_encoder_engines()["transformers"]
+    assert len(e["sources"]) >= 3 and e["cv_median_abs_pct"] < e["as_fused_median_abs_pct"]
+
+
+def test_an_embedding_workload_takes_the_engine(tmp_path):
+    """An eager engine needs at least as many GPUs as the fused default; a misspelt engine
+    is refused with the file, line, key and the closest name."""
+    from planner.scenario import load_scenario
+    from planner.solve import plan_scenario
+
+    def scenario(engine: str):
+        p = tmp_path / f"{engine}.yaml"
+        p.write_text(
+            "workloads:\n  - name: embed\n    kind: embedding\n    model: bge-m3\n"
+            f"    docs_per_s: 400\n    input_tokens: 512\n    engine: {engine}\n"
+            "fleet:\n  gpus: [l40s]\n"
+        )
+        return p
+
+    fused = plan_scenario(load_scenario(scenario("tei")))
+    eager = plan_scenario(load_scenario(scenario("transformers")))
+    assert eager.plan.assignments[0].replicas > fused.plan.assignments[0].replicas
+    assert eager.plan.cost_usd >= fused.plan.cost_usd
+    assert any("engine transformers" in n for n in eager.notes)
+    r = CliRunner().invoke(main, ["solve", str(scenario("transfomers"))])
+    assert r.exit_code == 2 and ":7: workloads.0.engine" in r.output
+    assert "Did you mean: transformers?" in r.output
 
 
 def test_speech_plan_states_the_engine_it_assumes():

@@ -110,6 +110,17 @@ def test_the_pages_diffusion_switches_are_the_clis_flags(server):
         assert status == 200 and body == cli_json(*base, "--engine", engine)
 
 
+def test_the_pages_encoder_engine_is_the_clis(server):
+    q = {"model": "bge-m3", "gpu": "l4", "batch": "16", "input_tokens": "256"}
+    base = ["estimate", "--model", "bge-m3", "--gpu", "l4", "--batch", "16"]
+    for engine in ("tei", "transformers"):
+        status, body = get(f"{server}/api/estimate?{urlencode({**q, 'engine': engine})}")
+        assert status == 200 and body["engine"] == engine
+        assert body == cli_json(*base, "--input-tokens", "256", "--engine", engine)
+    status, body = get(f"{server}/api/estimate?{urlencode({**q, 'engine': 'transfomers'})}")
+    assert status == 422 and "Did you mean: transformers?" in body["error"]
+
+
 @pytest.mark.parametrize(
     "path,args",
     [

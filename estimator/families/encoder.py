@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..efficiency import engine_host, engine_time_factor
+from ..engines import ENCODER_ENGINES, family_engine
 from ..errors import EstimatorError
 from ..formats import weight_format
 from ..hardware import Accelerator
@@ -137,11 +139,50 @@ def _max_tokens(c: dict) -> int | None:
     return n - (c.get("pad_token_id", 1) + 1) if "roberta" in c.get("model_type", "") else n
 
 
+def encoder_engine(name: str | None) -> str:
+    """An encoder engine's name, checked (None: the default)."""
+    return family_engine(name, ENCODER_ENGINES, "encoder")
+
+
+def engine_note(engine: str | None) -> str:
+    """What an encoder estimate assumes of its engine, and where its numbers come from."""
+    eng = encoder_engine(engine)
+    host = engine_host("encoder", eng)
+    if host.rows:
+        factor = engine_time_factor("encoder", eng)[0]
+        return (
+            f"engine {eng}: {ENCODER_ENGINES[eng]}; at least {host.layer_us:.0f} us of host "
+            f"time a layer, else {factor:.2f}x the fused kernels' time, fitted on "
+            f"{host.rows} published pairs of the same model run both ways (docs/VALIDATION.md)"
+        )
+    return f"engine {eng}: {ENCODER_ENGINES[eng]}; timed on the roofline"
+
+
+def eager_time(fused_s: float, layers: int, engine: str) -> tuple[float, bool]:
+    """(seconds, host-bound) of a pass a fused engine runs in ``fused_s`` under ``engine``:
+    an eager engine launches each layer's kernels from Python (at least ``layer_us`` a
+    layer) and runs unfused attention and elementwise kernels (``time_factor`` over the
+    fused time), fitted on published pairs (calibration.encoder_engines)."""
+    host = engine_host("encoder", engine)
+    if not host.rows:
+        return fused_s, False
+    floor = layers * host.layer_us * 1e-6
+    gpu = engine_time_factor("encoder", engine)[0] * fused_s
+    return max(floor, gpu), floor > gpu
+
+
 def estimate_encoder(
-    model: EncoderModel, gpu: Accelerator, par: Parallel, weights: str, batch: int, tokens: int
+    model: EncoderModel,
+    gpu: Accelerator,
+    par: Parallel,
+    weights: str,
+    batch: int,
+    tokens: int,
+    engine: str | None = None,
 ) -> FamilyEstimate:
     """One bidirectional pass over ``batch`` documents (reranker: query+document pairs) of
-    ``tokens`` tokens each."""
+    ``tokens`` tokens each, under ``engine`` (:data:`~estimator.engines.ENCODER_ENGINES`)."""
+    eng = encoder_engine(engine)
     if model.max_tokens and tokens > model.max_tokens:
         # an error, not a note: serving stacks truncate, so the estimate would time text
         # the model never reads
@@ -156,7 +197,7 @@ def estimate_encoder(
     st = stack_pass(mc, s, wb, batch, tokens, tokens)
     act = batch * tokens * ACT_BYTES * (4 * s.hidden + (3 * s.heads * s.hd + s.ffn) / mc.tp)
     mem = memory(mc, model.params * wb / mc.tp, act, 0.0, batch)
-    t = float(st.total)
+    t, host_bound = eager_time(float(st.total), s.layers, eng)
     unit = "pairs" if model.family == "reranker" else "docs"
     metrics = {
         "s_per_batch": t,
@@ -165,8 +206,12 @@ def estimate_encoder(
         "batch": batch,
         "input_tokens": tokens,
         "unit": unit,
+        "engine": eng,
     }
-    return result(model, model.family, mc, weights, mem, str(st.bottleneck()), metrics)
+    bottleneck = "host (kernel launches)" if host_bound else str(st.bottleneck())
+    e = result(model, model.family, mc, weights, mem, bottleneck, metrics)
+    e.notes.append(engine_note(eng))
+    return e
 
 
 def _estimate(
@@ -176,11 +221,11 @@ def _estimate(
     # the LLM default is longer than a BERT reads: unasked, use the model's maximum
     capped = o.input_tokens is None and model.max_tokens and tokens > model.max_tokens
     tokens = model.max_tokens if capped else tokens
-    e = estimate_encoder(model, gpu, par, weights, o.batch, tokens)
+    e = estimate_encoder(model, gpu, par, weights, o.batch, tokens, o.engine)
     if capped:
         e.notes.append(f"--input-tokens not given: {tokens} ({model.name}'s maximum) used")
     return e
 
 
-register(Family("encoder", build_encoder, _estimate))
-register(Family("reranker", build_encoder, _estimate))
+register(Family("encoder", build_encoder, _estimate, engines=tuple(ENCODER_ENGINES)))
+register(Family("reranker", build_encoder, _estimate, engines=tuple(ENCODER_ENGINES)))

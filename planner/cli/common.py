@@ -12,7 +12,14 @@ from typing import Any
 
 import click
 
-from estimator.engines import DIFFUSION_ENGINES, ENGINES, KNOBS, SPEECH_ENGINES, Engine
+from estimator.engines import (
+    DIFFUSION_ENGINES,
+    ENCODER_ENGINES,
+    ENGINES,
+    KNOBS,
+    SPEECH_ENGINES,
+    Engine,
+)
 from estimator.engines import configure as configure_engine
 from estimator.errors import EstimatorError
 from estimator.formats import KV_FORMATS, WEIGHT_FORMATS
@@ -152,8 +159,10 @@ _FORMAT_OPTIONS = [
         + ", ".join(SPEECH_ENGINES)
         + "), its denoiser speed for diffusion ("
         + ", ".join(DIFFUSION_ENGINES)
+        + "), fused or eager kernels for encoders and rerankers ("
+        + ", ".join(ENCODER_ENGINES)
         + ") [default: vllm; faster-whisper for speech models; diffusers for diffusion "
-        "models]. An unknown name is refused with the closest.",
+        "models; tei for encoders]. An unknown name is refused with the closest.",
     ),
     click.option(
         "--gpu-memory-utilization",

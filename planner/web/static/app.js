@@ -15,6 +15,7 @@ const ENGINES = {
   asr: ["faster-whisper", "transformers", "openai-whisper", "vllm", "trtllm"],
   diffusion_image: ["diffusers", "torch-compile", "tensorrt"],
   diffusion_video: ["diffusers", "torch-compile", "tensorrt"],
+  embeddings: ["tei", "transformers"],
 };
 const WEIGHTS = ["", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4"];
 const KVS = ["bf16", "fp16", "fp8", "int4"];
@@ -38,8 +39,8 @@ const CONTROLS = [
     info: "Bytes per weight. INT4/FP4 quarter the weights against BF16: less memory and less to read per decode step; the arithmetic runs in the precision the GPU supports. Blank: what the model name implies." },
   { g: "modelling", name: "kv", label: "KV cache", kind: "select", options: KVS, def: "bf16", fam: ["llm", "moe", "vlm"],
     info: "Bytes per cached key/value. The KV cache grows with every token of every user; FP8 halves it and fits twice the users. Weight quantisation does nothing for it." },
-  { g: "modelling", name: "engine", label: "Engine", kind: "engine", def: "", fam: ["llm", "moe", "vlm", "asr", "diffusion_image", "diffusion_video"],
-    info: "The serving engine: its memory policy (how much it reserves for the KV cache) for language models, its per-step host time for speech, how fast the denoiser runs for diffusion (torch-compile: a factor fitted on published eager/compiled pairs). Blank: the family's default." },
+  { g: "modelling", name: "engine", label: "Engine", kind: "engine", def: "", fam: ["llm", "moe", "vlm", "asr", "diffusion_image", "diffusion_video", "embeddings"],
+    info: "The serving engine: its memory policy (how much it reserves for the KV cache) for language models, its per-step host time for speech, how fast the denoiser runs for diffusion (torch-compile: a factor fitted on published eager/compiled pairs), fused or eager kernels for embeddings (transformers: eager PyTorch, fitted on published pairs). Blank: the family's default." },
   { g: "modelling", name: "batch", label: "Batch (users per replica)", kind: "range", min: 1, max: 512, step: 1, def: 8,
     info: "Requests served at once by one replica. Larger batches share each weight read among more users: the replica's throughput rises until compute or KV reads saturate, while each user's speed falls." },
   { g: "modelling", name: "input-tokens", label: "Prompt tokens", kind: "range", min: 16, max: 32768, step: 16, def: 1024, fam: ["llm", "moe", "vlm", "embeddings"],
@@ -406,7 +407,10 @@ function scenario() {
     for (const c of CONTROLS) {
       if (c.g === "workload" && c.fam && c.fam.includes(grp) && v(c.name) !== "") put(c.name, num(c.name));
     }
-    if (grp === "embeddings") put("input_tokens", Number(m("input-tokens")));
+    if (grp === "embeddings") {
+      put("input_tokens", Number(m("input-tokens")));
+      if (m("engine")) put("engine", m("engine"));
+    }
     if (grp === "asr") { put("beam", Number(m("beam"))); if (m("engine")) put("engine", m("engine")); }
     if (["diffusion_image", "diffusion_video"].includes(grp) && m("steps")) put("steps", Number(m("steps")));
     if (["diffusion_image", "diffusion_video"].includes(grp)) {
