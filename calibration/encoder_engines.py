@@ -114,3 +114,29 @@ def fit_encoder_engines() -> dict:
             ),
         }
     }
+
+
+def cv_predicted(row, case: dict) -> float | None:
+    """A published eager-engine encoder row's leave-one-publisher-out prediction: its
+    estimate with the eager engine's numbers fitted on the other publishers' pairs (None:
+    too few remain)."""
+    from estimator.efficiency import engine_host, engine_time_factor
+
+    from .family_cases import TIME_METRICS, estimate_case
+
+    others = [p for p in load_pairs() if p.source != publisher(row.source)]
+    if len({p.source for p in others}) < MIN_SOURCES:
+        return None
+    fused = estimate_case({**case, "engine": "tei"})
+    layers = get_layers(case)
+    t_fused = fused.metrics["s_per_batch"]
+    host = engine_host("encoder", row.engine).layer_us * 1e-6
+    shipped = float(eager_time(layers, t_fused, host, engine_time_factor("encoder", row.engine)[0]))
+    t = float(eager_time(layers, t_fused, *fit(others)))
+    return row.predicted * (t / shipped if row.metric in TIME_METRICS else shipped / t)
+
+
+def get_layers(case: dict) -> int:
+    from estimator.families import get_family_model
+
+    return get_family_model(case["preset"]).stack.layers

@@ -150,6 +150,28 @@ def test_the_shipped_encoder_pairs_predict_eager_better_than_fused_time():
     assert len(e["sources"]) >= 3 and e["cv_median_abs_pct"] < e["as_fused_median_abs_pct"]
 
 
+def test_an_eager_encoder_row_is_cross_validated_without_its_publisher(monkeypatch):
+    """The published sentence-transformers row (infinity's bge-large on an L4) is predicted
+    with the eager engine, and leaving its publisher out with the numbers the other
+    publishers' pairs fit: the estimate itself, rerun with them."""
+    from calibration import families
+    from calibration.encoder_engines import fit, load_pairs
+    from calibration.family_cases import all_cases, estimate_case, metric_value
+    from estimator.efficiency import EngineHost
+    from estimator.families import encoder
+
+    rows = [r for r in families.run() if r.family == "encoder" and r.engine == "transformers"]
+    assert rows and all(r.predicted and r.cv_predicted for r in rows)
+    by_number = {n: c for n, c, _ in all_cases()[0]}
+    layer_s, factor = fit([p for p in load_pairs() if "infinity" not in p.source])
+    monkeypatch.setattr(encoder, "engine_host", lambda f, e: EngineHost(layer_s * 1e6, 0, 9))
+    monkeypatch.setattr(encoder, "engine_time_factor", lambda f, e: (factor, 9))
+    for row in rows:
+        case = by_number[row.row]
+        assert row.cv_predicted == pytest.approx(metric_value(case, estimate_case(case)))
+        assert row.cv_predicted != pytest.approx(row.predicted)
+
+
 def test_an_embedding_workload_takes_the_engine(tmp_path):
     """An eager engine needs at least as many GPUs as the fused default; a misspelt engine
     is refused with the file, line, key and the closest name."""
