@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from estimator.families.encoder import eager_pass_time
+
 from . import shipped_dir
 
 PAIRS_FILE = "encoder_engine_pairs.csv"
@@ -53,11 +55,6 @@ def publisher(source: str) -> str:
     return source.split(":")[0].split(" ")[0]
 
 
-def eager_time(layers, fused_s, layer_s: float, factor: float):
-    """An eager engine's time for work a fused engine does in ``fused_s``."""
-    return np.maximum(np.asarray(layers) * layer_s, factor * np.asarray(fused_s))
-
-
 def fit(pairs: list[Pair]) -> tuple[float, float]:
     """(host seconds per layer, time factor) fitted on ``pairs``."""
     from scipy.optimize import least_squares
@@ -69,7 +66,7 @@ def fit(pairs: list[Pair]) -> tuple[float, float]:
     w = np.sqrt([1.0 / votes[p.source] for p in pairs])
 
     def resid(x):
-        return w * np.log(eager_time(n, fused, x[0] * 1e-6, x[1]) / eager)
+        return w * np.log(eager_pass_time(n, fused, x[0] * 1e-6, x[1]) / eager)
 
     res = least_squares(resid, [300.0, 1.5], bounds=([0.0, 1.0], [5000.0, 10.0]))
     return float(res.x[0]) * 1e-6, float(res.x[1])
@@ -86,7 +83,7 @@ def cross_validate(pairs: list[Pair]) -> np.ndarray:
         layer_s, factor = fit(others)
         for i, p in enumerate(pairs):
             if p.source == s:
-                t = float(eager_time(p.layers, p.fused_s, layer_s, factor))
+                t = float(eager_pass_time(p.layers, p.fused_s, layer_s, factor))
                 err[i] = 100.0 * (t / p.eager_s - 1.0)
     return err
 
@@ -120,23 +117,16 @@ def cv_predicted(row, case: dict) -> float | None:
     """A published eager-engine encoder row's leave-one-publisher-out prediction: its
     estimate with the eager engine's numbers fitted on the other publishers' pairs (None:
     too few remain)."""
-    from estimator.efficiency import engine_host, engine_time_factor
+    from estimator.families import get_family_model
+    from estimator.families.encoder import eager_time
 
     from .family_cases import TIME_METRICS, estimate_case
 
     others = [p for p in load_pairs() if p.source != publisher(row.source)]
     if len({p.source for p in others}) < MIN_SOURCES:
         return None
-    fused = estimate_case({**case, "engine": "tei"})
-    layers = get_layers(case)
-    t_fused = fused.metrics["s_per_batch"]
-    host = engine_host("encoder", row.engine).layer_us * 1e-6
-    shipped = float(eager_time(layers, t_fused, host, engine_time_factor("encoder", row.engine)[0]))
-    t = float(eager_time(layers, t_fused, *fit(others)))
+    t_fused = estimate_case({**case, "engine": "tei"}).metrics["s_per_batch"]
+    layers = get_family_model(case["preset"]).stack.layers
+    shipped = eager_time(t_fused, layers, row.engine)[0]
+    t = float(eager_pass_time(layers, t_fused, *fit(others)))
     return row.predicted * (t / shipped if row.metric in TIME_METRICS else shipped / t)
-
-
-def get_layers(case: dict) -> int:
-    from estimator.families import get_family_model
-
-    return get_family_model(case["preset"]).stack.layers

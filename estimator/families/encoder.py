@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..efficiency import engine_host, engine_time_factor
@@ -158,17 +159,23 @@ def engine_note(engine: str | None) -> str:
     return f"engine {eng}: {ENCODER_ENGINES[eng]}; timed on the roofline"
 
 
+def eager_pass_time(layers, fused_s, layer_s: float, factor: float):
+    """An eager engine's time for a pass a fused engine runs in ``fused_s``: it launches
+    each layer's kernels from Python (at least ``layer_s`` a layer) and runs unfused
+    attention and elementwise kernels (``factor`` over the fused time). Array-friendly: the
+    fit (calibration.encoder_engines) calls it with its trial numbers."""
+    return np.maximum(np.asarray(layers) * layer_s, factor * np.asarray(fused_s))
+
+
 def eager_time(fused_s: float, layers: int, engine: str) -> tuple[float, bool]:
-    """(seconds, host-bound) of a pass a fused engine runs in ``fused_s`` under ``engine``:
-    an eager engine launches each layer's kernels from Python (at least ``layer_us`` a
-    layer) and runs unfused attention and elementwise kernels (``time_factor`` over the
-    fused time), fitted on published pairs (calibration.encoder_engines)."""
+    """(seconds, host-bound) of a pass a fused engine runs in ``fused_s`` under ``engine``,
+    with the engine's fitted numbers (none: the fused time)."""
     host = engine_host("encoder", engine)
     if not host.rows:
         return fused_s, False
-    floor = layers * host.layer_us * 1e-6
-    gpu = engine_time_factor("encoder", engine)[0] * fused_s
-    return max(floor, gpu), floor > gpu
+    layer_s, factor = host.layer_us * 1e-6, engine_time_factor("encoder", engine)[0]
+    host_bound = layers * layer_s > factor * fused_s
+    return float(eager_pass_time(layers, fused_s, layer_s, factor)), host_bound
 
 
 def estimate_encoder(

@@ -114,8 +114,12 @@ def _build(name: str, extra_dirs: tuple[str, ...]) -> Any:
 # a local config.json (or model folder, or Hugging Face cache folder) of these model types is
 # another family's model, built as its presets are: family by model_type, and for the BERT
 # kinds a sequence-classification head makes a cross-encoder (reranker)
-_CONFIG_FAMILIES = {"bert": "encoder", "roberta": "encoder", "xlm-roberta": "encoder"}
-_CONFIG_FAMILIES["whisper"] = "asr"
+_CONFIG_FAMILIES = {
+    "bert": "encoder",
+    "roberta": "encoder",
+    "xlm-roberta": "encoder",
+    "whisper": "asr",
+}
 
 
 def config_preset(name_or_path: str) -> FamilyPreset | None:
