@@ -105,7 +105,7 @@ def _why(c: Case, err: float, share: float | None = None) -> str:
     if any(k in model for k in ("A3B", "A22B", "16E", "128E", "Mixtral")):
         reasons.append("MoE: expert GEMMs with few tokens each run below the dense-GEMM efficiency")
     if "RTX-PRO" in c.row.get("gpu", "") and (_int(c.row.get("tp")) or 1) > 1:
-        reasons.append("TP over PCIe: real collectives slower than the alpha-beta model")
+        reasons.append("TP over PCIe: all-reduce at the median server's measured rate (10x spread)")
     if c.assumptions:
         reasons.append("assumed: " + "; ".join(c.assumptions))
     if not reasons:
@@ -293,6 +293,15 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         "  measured, about 6 ms predicted): such layers run about twice a dense layer's kernels;",
         "  weighting the per-layer cost by a structural kernel count did not cross-validate",
         "  (engines fuse MoE differently).",
+        "- Tensor parallelism over PCIe runs its all-reduces at the median measured server's",
+        "  NCCL bus bandwidth (`links.allreduce_bus_share`: 62/41/37% of the x16 rate at 2/4/8",
+        "  GPUs; calibration/collectives.py). Published servers reach 5-63% at 8 GPUs (their",
+        "  switches, sockets, ACS and NCCL's P2P level), so a plan's PCIe TP4-TP8 replicas can",
+        "  run 1.7x faster or 7x slower on a given box. On TensorRT-LLM's A100-PCIe and L40S",
+        "  tables (validation/candidates, never fitted) it took the TP2-TP8 rows from 41.7 to",
+        "  16.7% median; the shipped RTX PRO 6000 TP2/TP4 rows, whose server beats the median,",
+        "  went 16.5 -> 18.0% (blackwell-gddr) and all throughput rows 11.6 -> 11.9%. NVLink",
+        "  keeps its datasheet rate: engines run their own all-reduce kernels there.",
         "- Pipeline parallelism under TensorRT-LLM's PyTorch executor (RTX PRO 6000, PCIe):",
         "  decode runs at its slowest stage's pace (the last: its layers plus the 16-bit",
         "  lm_head, 2.5 FP8 or 5 FP4 layers' bytes for Llama-3.3-70B), which took its",

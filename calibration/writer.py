@@ -24,12 +24,19 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
 
     import yaml
 
+    from estimator.efficiency import calibration
+
     from . import shipped_dir
     from .bands import error_bands
+    from .collectives import FILE as COLLECTIVE_FILE
+    from .collectives import bus_shares
     from .kernel_bandwidth import FILE as KERNEL_FILE
     from .scoring import score
 
     kernel_file = shipped_dir() / KERNEL_FILE  # the memory shares the fit pins
+    links = {"nic_latency_us": 8.0, "allreduce_bus_share": bus_shares()}
+    # the rows are decomposed with the links this file will hold (measured, not fitted)
+    calibration()["links"] = links
     cases = load_cases(paths)
     params, info = fit(cases)
     pred = score(cases, params, Batch(cases).predict(params))
@@ -68,7 +75,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
                 "file": display_name(p),
                 "sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16],
             }
-            for p in [*paths, kernel_file]
+            for p in [*paths, kernel_file, shipped_dir() / COLLECTIVE_FILE]
         ],
         "rows_evaluated": len(cases),
         "rows_in_fit": info["rows"],
@@ -107,7 +114,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
             if (others := {f: v for f, v in params.requests.items() if f not in ENGINES})
             else {}
         ),
-        "links": {"nic_latency_us": 8.0},
+        "links": links,
         # quantiles of measured / predicted from the leave-one-source-out predictions, by
         # kind of number, model class and GPU family (>= 20 rows), for the bands every
         # estimate carries; TTFT's from the rows the replica sets (bands.replica_set)
@@ -139,7 +146,11 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# come from two sources or more (0 elsewhere): the median of its one-client TTFTs less\n"
         "# their GPU time where it has three; frontends: the same for other front\n"
         "# ends (NIM's), fitted on the same rule, used only to score their rows.\n"
-        "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data).\n"
+        "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data);\n"
+        "# links.allreduce_bus_share: the share of the x16 rate a tensor-parallel ring\n"
+        "# all-reduce over PCIe reaches, by GPUs in the group: the median measured server\n"
+        "# (NCCL bus bandwidth, calibration/data/collective_bandwidth.csv; not fitted). NVLink\n"
+        "# keeps its datasheet rate: engines run their own all-reduce kernels there.\n"
         "# error_bands: quantiles of measured / predicted, leave-one-source-out, by number,\n"
         "# model class and GPU family (20 rows or more; calibration/bands.py); TTFT's from\n"
         "# the rows whose TTFT the replica sets (one client, or a request rate), not a\n"
@@ -166,7 +177,9 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
 
     def write() -> None:
         text = header + yaml.safe_dump(doc, sort_keys=False)
-        atomic_write_text(target, text, inputs=(*paths, kernel_file))
+        atomic_write_text(
+            target, text, inputs=(*paths, kernel_file, shipped_dir() / COLLECTIVE_FILE)
+        )
         calibration.cache_clear()
 
     write()  # the engines' host times are fitted on top of the GPU times just written

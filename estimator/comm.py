@@ -41,6 +41,28 @@ def nic_link(gpu: Accelerator, eff: Efficiency) -> Link:
     )
 
 
+def ring_share(shares: tuple, n: int):
+    """Of the shares at 2, 4 and 8+ GPUs, the one a ring of ``n`` runs at: 3 takes 4's,
+    5-7 take 8's (the measured size at or above it: a wider ring crosses more hops)."""
+    s2, s4, s8 = shares
+    return s2 if n <= 2 else s4 if n <= 4 else s8
+
+
+def pcie_ring_note(gpu: Accelerator, par) -> str | None:
+    """What an estimate says of a tensor-parallel ring of more than two PCIe cards (None
+    for fewer, over a scale-up link, or under attention-DP): the share it is priced at, and
+    how far servers stray from it."""
+    su, n = gpu.scale_up, par.tp
+    if n <= 2 or par.attention_dp or not (su.kind in ("pcie", "none") or su.bandwidth_gb_s <= 0):
+        return None
+    share = ring_share(link_defaults().ring_shares("pcie"), n)
+    return (
+        f"TP={n} over PCIe: its all-reduces run at {share:.0%} of the x16 rate (NCCL's ring "
+        "on the median measured server; servers reach 5-63% at 8 GPUs by their switches, "
+        "sockets and P2P settings, and no engine runs its own all-reduce there)"
+    )
+
+
 def domain(gpu: Accelerator) -> int:
     """GPUs that reach each other without the NIC: the scale-up domain, or one PCIe host (8)."""
     su = gpu.scale_up
@@ -49,9 +71,11 @@ def domain(gpu: Accelerator) -> int:
     return su.domain_size
 
 
-def _ring_allreduce(n, msg, link: Link):
-    """Ring all-reduce of ``msg`` bytes over ``n`` GPUs: 2(n-1)·α + 2(n-1)/n · M / B."""
-    return 2 * (n - 1) * link.latency + 2 * (n - 1) / n * np.asarray(msg, float) / link.bandwidth
+def _ring_allreduce(n, msg, link: Link, share=1.0):
+    """Ring all-reduce of ``msg`` bytes over ``n`` GPUs: 2(n-1)·α + 2(n-1)/n · M / (s·B), s the
+    share of the link's rate the ring reaches at that size (``Fabric.ring``)."""
+    bw = link.bandwidth * share
+    return 2 * (n - 1) * link.latency + 2 * (n - 1) / n * np.asarray(msg, float) / bw
 
 
 def _base(eff: Efficiency) -> float:
@@ -70,11 +94,20 @@ class Fabric:
     domain: Any  # GPUs without the NIC (int; an array when stacked)
     base: Any  # seconds: a collective's fixed cost (Efficiency.collective_base_us)
     name: str = ""  # the GPU's (stacked: each one's, joined), for the error of a missing NIC
+    # the share of the intra link's rate a ring all-reduce reaches at 2, 4 and 8+ GPUs
+    # (measured NCCL bus bandwidth: LinkDefaults.allreduce_bus_share; arrays when stacked)
+    shares: tuple = (1.0, 1.0, 1.0)
 
     @staticmethod
     def of(gpu: Accelerator, eff: Efficiency) -> Fabric:
         nic = nic_link(gpu, eff) if gpu.scale_out_gb_s else None
-        return Fabric(intra_link(gpu, eff), nic, domain(gpu), _base(eff), gpu.name)
+        intra = intra_link(gpu, eff)
+        shares = link_defaults().ring_shares(intra.kind)
+        return Fabric(intra, nic, domain(gpu), _base(eff), gpu.name, shares)
+
+    def ring(self, n):
+        """The share of the intra link's rate a ring all-reduce of ``n`` GPUs reaches."""
+        return ring_share(self.shares, n)
 
     @staticmethod
     def stack(fabrics: list[Fabric]) -> Fabric:
@@ -96,6 +129,7 @@ class Fabric:
             np.array([f.domain for f in fabrics])[:, None],
             col([f.base for f in fabrics]),
             ", ".join(f.name for f in fabrics),
+            tuple(col([f.shares[i] for f in fabrics]) for i in range(3)),
         )
 
     def inside(self, n: int) -> bool:
@@ -133,12 +167,12 @@ def allreduce(fab: Fabric, n: int, msg):
     if n <= 1:
         return np.zeros_like(np.asarray(msg, float))
     if fab.inside(n):
-        return fab.base + _ring_allreduce(n, msg, fab.intra)
+        return fab.base + _ring_allreduce(n, msg, fab.intra, fab.ring(n))
     inner = np.minimum(fab.domain, n)
     nodes = -(-n // inner)
     return (
         2 * fab.base
-        + _ring_allreduce(inner, msg, fab.intra)
+        + _ring_allreduce(inner, msg, fab.intra, fab.ring(int(np.max(inner))))
         + _ring_allreduce(nodes, np.asarray(msg, float) / inner, fab.outer())
     )
 

@@ -66,9 +66,8 @@ class Evaluator:
             check_block_quant(model, par)
         attention = attention_precision(self.engine, self.wfmt.name, self.kvfmt.name, gpu.family)
         self.machine = Machine(gpu, par, self.wfmt.compute, efficiency, self.engine.name, attention)
-        self.notes: list[str] = []
-        if self.machine.precision_note:
-            self.notes.append(self.machine.precision_note)
+        notes = (self.machine.precision_note, comm.pcie_ring_note(gpu, par))
+        self.notes: list[str] = [n for n in notes if n]
         if efficiency is None and (note := calibration_note(efficiency_key(gpu))):
             self.notes.append(f"{gpu.name}: {note}")
         self.precision = self.machine.precision
