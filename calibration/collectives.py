@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import csv
 import statistics
-import sys
 from pathlib import Path
 
 from . import shipped_dir
-from .kernel_bandwidth import SYSTEMS
+from .kernel_bandwidth import SYSTEMS, refresh, write_csv
 
 FILE = "collective_bandwidth.csv"
 # Where the serving engines' tensor-parallel all-reduce is NCCL's ring: over PCIe (vLLM and
@@ -115,19 +114,11 @@ def bus_shares(path: Path | None = None) -> dict[str, dict[int, float]]:
 
 
 def write(rows: list[dict], path: Path | None = None) -> Path:
-    from estimator.files import atomic_write_text
-
+    """The extracted rows, and the published runs transcribed by hand (kept as they are)."""
     path = path or shipped_dir() / FILE
     kept = [r for r in load(path) if not r["source"].startswith("aiconfigurator")]
-    lines = [",".join(COLUMNS)]
-    for r in [*rows, *kept]:  # the published runs transcribed by hand stay
-        lines.append(",".join(f'"{r[c]}"' if c == "source" else str(r[c]) for c in COLUMNS))
-    atomic_write_text(path, "\n".join(lines) + "\n")
-    return path
+    return write_csv(path, COLUMNS, [*rows, *kept])
 
 
-if __name__ == "__main__":  # pragma: no cover (a maintainer's refresh)
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    version = sys.argv[2] if len(sys.argv) > 2 else "unknown"
-    print(write(extract(Path(sys.argv[1]), version)))
+if __name__ == "__main__":  # pragma: no cover
+    refresh(__doc__, extract, write)

@@ -128,19 +128,28 @@ def _shipped_shares() -> tuple[tuple[str, float], ...]:
     return tuple((f, v["memory"]) for f, v in memory_shares().items())
 
 
-def write(rows: list[dict], path: Path | None = None) -> Path:
+def write_csv(path: Path, columns: tuple[str, ...], rows: list[dict]) -> Path:
+    """Rows of one of the AIConfigurator-extracted tables, their source quoted, atomically."""
     from estimator.files import atomic_write_text
 
-    path = path or shipped_dir() / FILE
-    lines = [",".join(COLUMNS)]
+    lines = [",".join(columns)]
     for r in rows:
-        lines.append(",".join(f'"{r[c]}"' if c == "source" else str(r[c]) for c in COLUMNS))
+        lines.append(",".join(f'"{r[c]}"' if c == "source" else str(r[c]) for c in columns))
     atomic_write_text(path, "\n".join(lines) + "\n")
     return path
 
 
-if __name__ == "__main__":  # pragma: no cover (a maintainer's refresh)
+def refresh(doc: str, extract, write) -> None:  # pragma: no cover (a maintainer's refresh)
+    """``python -m calibration.<module> PATH/TO/aiconfigurator_core [VERSION]``."""
     if len(sys.argv) < 2:
-        sys.exit(__doc__)
+        sys.exit(doc)
     version = sys.argv[2] if len(sys.argv) > 2 else "unknown"
     print(write(extract(Path(sys.argv[1]), version)))
+
+
+def write(rows: list[dict], path: Path | None = None) -> Path:
+    return write_csv(path or shipped_dir() / FILE, COLUMNS, rows)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    refresh(__doc__, extract, write)
