@@ -55,11 +55,14 @@ def pcie_ring_note(gpu: Accelerator, par) -> str | None:
     su, n = gpu.scale_up, par.tp
     if n <= 2 or par.attention_dp or not (su.kind in ("pcie", "none") or su.bandwidth_gb_s <= 0):
         return None
+    if su.allreduce_bus_gb_s:
+        return None  # the preset carries its own server's measurement
     share = ring_share(link_defaults().ring_shares("pcie"), n)
     return (
         f"TP={n} over PCIe: its all-reduces run at {share:.0%} of the x16 rate (NCCL's ring "
         "on the median measured server; servers reach 5-63% at 8 GPUs by their switches, "
-        "sockets and P2P settings, and no engine runs its own all-reduce there)"
+        "sockets and P2P settings, and no engine runs its own all-reduce there; a preset's "
+        "scale_up.allreduce_bus_gb_s gives your server's nccl-tests busbw instead)"
     )
 
 
@@ -103,6 +106,10 @@ class Fabric:
         nic = nic_link(gpu, eff) if gpu.scale_out_gb_s else None
         intra = intra_link(gpu, eff)
         shares = link_defaults().ring_shares(intra.kind)
+        if own := gpu.scale_up.allreduce_bus_gb_s:  # the preset's own server, measured
+            rate = intra.bandwidth / 1e9
+            sizes = zip((2, 4, 8), shares, strict=True)
+            shares = tuple(own[n] / rate if n in own else s for n, s in sizes)
         return Fabric(intra, nic, domain(gpu), _base(eff), gpu.name, shares)
 
     def ring(self, n):

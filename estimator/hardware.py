@@ -30,6 +30,21 @@ class ScaleUp(BaseModel):
     bandwidth_gb_s: float = Field(ge=0, description="per GPU, per direction")
     latency_us: float = Field(gt=0, description="small-message link latency (alpha)")
     domain_size: int = Field(ge=1, description="GPUs sharing this fabric in the standard system")
+    allreduce_bus_gb_s: dict[int, float] | None = Field(
+        default=None,
+        description=(
+            "measured all-reduce bus bandwidth of this server, by GPUs in the group "
+            "(nccl-tests all_reduce_perf 'busbw' at 2, 4, 8): in place of the measured "
+            "servers' median share (calibration links.allreduce_bus_share)"
+        ),
+    )
+
+    @field_validator("allreduce_bus_gb_s")
+    @classmethod
+    def _groups(cls, v: dict[int, float] | None) -> dict[int, float] | None:
+        if v is not None and (not set(v) <= {2, 4, 8} or min(v.values(), default=1) <= 0):
+            raise ValueError("give positive GB/s for groups of 2, 4 and/or 8 GPUs")
+        return v
 
 
 class Accelerator(BaseModel):

@@ -87,3 +87,23 @@ def test_an_estimate_over_pcie_says_what_its_ring_is_priced_at():
     assert f"TP=4 over PCIe: its all-reduces run at {s4:.0%} of the x16 rate" in notes("l40s", 4)
     assert "over PCIe" not in notes("l40s", 2)  # two cards: one hop, no note
     assert "over PCIe" not in notes("h100-sxm", 4)
+
+
+def test_a_preset_can_carry_its_own_servers_measured_busbw(tmp_path):
+    """A user's nccl-tests busbw (in a --presets folder) prices that server's ring instead of
+    the median; a group size it does not give keeps the median share."""
+    import yaml
+
+    base = get_gpu("l40s").model_dump()
+    base.update(name="l40s-mybox", aliases=[], display_name="L40S in my box")
+    base["scale_up"]["allreduce_bus_gb_s"] = {8: 24.0}
+    (tmp_path / "gpus").mkdir()
+    (tmp_path / "gpus" / "mine.yaml").write_text(yaml.safe_dump([base]))
+    g = get_gpu("l40s-mybox", (str(tmp_path),))
+    fab = comm.Fabric.of(g, efficiency_for("ada-gddr"))
+    assert fab.ring(8) == pytest.approx(24.0 / 32)
+    assert fab.ring(4) == link_defaults().ring_shares("pcie")[1]
+    ev = Evaluator(get_model("llama-3.1-8b"), g, Parallel(tp=8))
+    assert not any("over PCIe" in n for n in ev.notes)
+    with pytest.raises(Exception, match="groups of 2, 4 and/or 8"):
+        type(g.scale_up).model_validate({**base["scale_up"], "allreduce_bus_gb_s": {3: 10.0}})
