@@ -30,6 +30,8 @@ import csv
 import statistics
 from pathlib import Path
 
+from estimator.comm import link_of
+
 from . import shipped_dir
 from .kernel_bandwidth import SYSTEMS, refresh, write_csv
 
@@ -84,13 +86,12 @@ def load(path: Path | None = None) -> list[dict]:
 
 def link_kind(gpu) -> str:
     """The fabric a GPU's tensor-parallel group uses: its scale-up link, or PCIe."""
-    su = gpu.scale_up
-    return "pcie" if su.kind in ("pcie", "none") or su.bandwidth_gb_s <= 0 else su.kind
+    return link_of(gpu)[0]
 
 
 def link_rate_gb_s(gpu) -> float:
     """The datasheet rate per GPU per direction of that fabric (what the estimator divides by)."""
-    return gpu.pcie_gb_s if link_kind(gpu) == "pcie" else gpu.scale_up.bandwidth_gb_s
+    return link_of(gpu)[1] / 1e9
 
 
 def bus_shares(path: Path | None = None) -> dict[str, dict[int, float]]:

@@ -25,11 +25,18 @@ class Link:
     latency: Any  # seconds per message step (alpha)
 
 
-def intra_link(gpu: Accelerator, eff: Efficiency) -> Link:
+def link_of(gpu: Accelerator) -> tuple[str, float]:
+    """The kind and rate (bytes/s per direction) of the link a GPU's group uses in a box:
+    its scale-up fabric, or PCIe for a card without one."""
     su = gpu.scale_up
     if su.kind in ("pcie", "none") or su.bandwidth_gb_s <= 0:
-        return Link("pcie", gpu.pcie_gb_s * 1e9, su.latency_us * 1e-6 * eff.comm_latency_scale)
-    return Link(su.kind, su.bandwidth_gb_s * 1e9, su.latency_us * 1e-6 * eff.comm_latency_scale)
+        return "pcie", gpu.pcie_gb_s * 1e9
+    return su.kind, su.bandwidth_gb_s * 1e9
+
+
+def intra_link(gpu: Accelerator, eff: Efficiency) -> Link:
+    kind, rate = link_of(gpu)
+    return Link(kind, rate, gpu.scale_up.latency_us * 1e-6 * eff.comm_latency_scale)
 
 
 def nic_link(gpu: Accelerator, eff: Efficiency) -> Link:
@@ -39,6 +46,18 @@ def nic_link(gpu: Accelerator, eff: Efficiency) -> Link:
         gpu.scale_out_gb_s * 1e9,
         link_defaults().nic_latency_us * 1e-6 * eff.comm_latency_scale,
     )
+
+
+def ring_shares(gpu: Accelerator) -> tuple[float, float, float]:
+    """The shares of its link's rate a ring all-reduce of 2, 4 and 8+ of these GPUs reaches:
+    the preset's own server where it carries a measurement, else its fabric's measured
+    median (LinkDefaults.allreduce_bus_share; 1 where none is applied)."""
+    kind, rate = link_of(gpu)
+    shares = link_defaults().ring_shares(kind)
+    if own := gpu.scale_up.allreduce_bus_gb_s:  # the preset's own server, measured
+        sizes = zip((2, 4, 8), shares, strict=True)
+        shares = tuple(own[n] * 1e9 / rate if n in own else s for n, s in sizes)
+    return shares  # type: ignore[return-value]
 
 
 def ring_share(shares: tuple, n: int):
@@ -52,11 +71,9 @@ def pcie_ring_note(gpu: Accelerator, par) -> str | None:
     """What an estimate says of a tensor-parallel ring of more than two PCIe cards (None
     for fewer, over a scale-up link, or under attention-DP): the share it is priced at, and
     how far servers stray from it."""
-    su, n = gpu.scale_up, par.tp
-    if n <= 2 or par.attention_dp or not (su.kind in ("pcie", "none") or su.bandwidth_gb_s <= 0):
+    n, own = par.tp, gpu.scale_up.allreduce_bus_gb_s  # own: the preset's server, measured
+    if n <= 2 or par.attention_dp or link_of(gpu)[0] != "pcie" or own:
         return None
-    if su.allreduce_bus_gb_s:
-        return None  # the preset carries its own server's measurement
     share = ring_share(link_defaults().ring_shares("pcie"), n)
     return (
         f"TP={n} over PCIe: its all-reduces run at {share:.0%} of the x16 rate (NCCL's ring "
@@ -68,10 +85,9 @@ def pcie_ring_note(gpu: Accelerator, par) -> str | None:
 
 def domain(gpu: Accelerator) -> int:
     """GPUs that reach each other without the NIC: the scale-up domain, or one PCIe host (8)."""
-    su = gpu.scale_up
-    if su.kind in ("pcie", "none") or su.bandwidth_gb_s <= 0:
-        return max(su.domain_size, 8)  # PCIe cards in one host talk through the PCIe switch
-    return su.domain_size
+    if link_of(gpu)[0] == "pcie":  # PCIe cards in one host talk through the PCIe switch
+        return max(gpu.scale_up.domain_size, 8)
+    return gpu.scale_up.domain_size
 
 
 def _ring_allreduce(n, msg, link: Link, share=1.0):
@@ -105,12 +121,7 @@ class Fabric:
     def of(gpu: Accelerator, eff: Efficiency) -> Fabric:
         nic = nic_link(gpu, eff) if gpu.scale_out_gb_s else None
         intra = intra_link(gpu, eff)
-        shares = link_defaults().ring_shares(intra.kind)
-        if own := gpu.scale_up.allreduce_bus_gb_s:  # the preset's own server, measured
-            rate = intra.bandwidth / 1e9
-            sizes = zip((2, 4, 8), shares, strict=True)
-            shares = tuple(own[n] / rate if n in own else s for n, s in sizes)
-        return Fabric(intra, nic, domain(gpu), _base(eff), gpu.name, shares)
+        return Fabric(intra, nic, domain(gpu), _base(eff), gpu.name, ring_shares(gpu))
 
     def ring(self, n):
         """The share of the intra link's rate a ring all-reduce of ``n`` GPUs reaches."""

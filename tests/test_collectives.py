@@ -107,3 +107,19 @@ def test_a_preset_can_carry_its_own_servers_measured_busbw(tmp_path):
     assert not any("over PCIe" in n for n in ev.notes)
     with pytest.raises(Exception, match="groups of 2, 4 and/or 8"):
         type(g.scale_up).model_validate({**base["scale_up"], "allreduce_bus_gb_s": {3: 10.0}})
+
+
+def test_gpus_show_says_what_its_all_reduce_runs_at():
+    import json
+
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    def share(gpu):
+        out = CliRunner().invoke(main, ["gpus", "show", gpu, "--format", "json"]).output
+        return json.loads(out)["efficiency"]["allreduce_share"]
+
+    pcie = zip((2, 4, 8), link_defaults().ring_shares("pcie"), strict=True)
+    assert share("l40s") == {str(n): pytest.approx(s, abs=1e-4) for n, s in pcie}
+    assert share("h100-sxm") == {"2": 1.0, "4": 1.0, "8": 1.0}  # NVLink: its datasheet rate

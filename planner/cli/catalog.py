@@ -81,6 +81,7 @@ def gpus_list(ctx, fmt):
 def gpus_show(ctx, name, fmt):
     """One accelerator with every value and its source."""
     from estimator import get_gpu
+    from estimator.comm import ring_shares
     from estimator.efficiency import summary
 
     from ..render.catalog import gpu_text
@@ -91,6 +92,11 @@ def gpus_show(ctx, name, fmt):
     d["capacity_runtime_gb"] = round(g.memory_bytes / 1e9, 2)
     d["capacity_runtime_gib"] = round(g.memory_bytes / 2**30, 2)
     d["efficiency"] = summary(g)  # the factors it runs at, and which are its family's own
+    # the share of its link's rate a tensor-parallel all-reduce reaches, by GPUs in the group
+    shares = ring_shares(g)
+    d["efficiency"]["allreduce_share"] = {
+        n: round(x, 4) for n, x in zip((2, 4, 8), shares, strict=True)
+    }
     click.echo(dump(d) if fmt == "json" else gpu_text(d))
 
 
