@@ -8,9 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
+from estimator.comm import link_of
+
 from . import display_name
 from .bands import bands_markdown
-from .cases import Case, Skipped, _int, load_label, load_rows, prepare
+from .cases import Case, Skipped, load_label, load_rows, prepare
 from .fit import Batch, cross_validate, error_pct, finite, summarise
 from .memory import memory_check, memory_summary
 from .params import current_params
@@ -104,7 +106,7 @@ def _why(c: Case, err: float, share: float | None = None) -> str:
     model = c.row.get("model", "")
     if any(k in model for k in ("A3B", "A22B", "16E", "128E", "Mixtral")):
         reasons.append("MoE: expert GEMMs with few tokens each run below the dense-GEMM efficiency")
-    if "RTX-PRO" in c.row.get("gpu", "") and (_int(c.row.get("tp")) or 1) > 1:
+    if link_of(c.ev.gpu)[0] == "pcie" and c.ev.tp > 1:
         reasons.append("TP over PCIe: all-reduce at the median server's measured rate (10x spread)")
     if c.assumptions:
         reasons.append("assumed: " + "; ".join(c.assumptions))
