@@ -39,6 +39,14 @@ def intra_link(gpu: Accelerator, eff: Efficiency) -> Link:
     return Link(kind, rate, gpu.scale_up.latency_us * 1e-6 * eff.comm_latency_scale)
 
 
+PCIE_HOP_US = 1.0  # NCCL's tuning.cc hwLat for PCI, as the PCIe cards' presets carry
+
+
+def host_link(gpu: Accelerator, eff: Efficiency) -> Link:
+    """The host's PCIe, which joins NVLink-bridged cards' groups inside one server."""
+    return Link("pcie", gpu.pcie_gb_s * 1e9, PCIE_HOP_US * 1e-6 * eff.comm_latency_scale)
+
+
 def nic_link(gpu: Accelerator, eff: Efficiency) -> Link:
     """The scale-out NIC (a GPU without one in its preset has none: Fabric.outer)."""
     return Link(
@@ -64,6 +72,8 @@ def ring_share(shares: tuple, n: int):
     """Of the shares at 2, 4 and 8+ GPUs, the one a ring of ``n`` runs at: 3 takes 4's,
     5-7 take 8's (the measured size at or above it: a wider ring crosses more hops)."""
     s2, s4, s8 = shares
+    if np.ndim(n):  # stacked fabrics: each row its own group size
+        return np.where(n <= 2, s2, np.where(n <= 4, s4, s8))
     return s2 if n <= 2 else s4 if n <= 4 else s8
 
 
@@ -116,12 +126,22 @@ class Fabric:
     # the share of the intra link's rate a ring all-reduce reaches at 2, 4 and 8+ GPUs
     # (measured NCCL bus bandwidth: LinkDefaults.allreduce_bus_share; arrays when stacked)
     shares: tuple = (1.0, 1.0, 1.0)
+    # NVLink-bridged PCIe cards: the GPUs one server joins over its PCIe beyond the bridge
+    # (the domain elsewhere), that PCIe link and its ring shares
+    host: Any = None
+    pcie: Link | None = None
+    pcie_shares: tuple = (1.0, 1.0, 1.0)
 
     @staticmethod
     def of(gpu: Accelerator, eff: Efficiency) -> Fabric:
         nic = nic_link(gpu, eff) if gpu.scale_out_gb_s else None
-        intra = intra_link(gpu, eff)
-        return Fabric(intra, nic, domain(gpu), _base(eff), gpu.name, ring_shares(gpu))
+        intra, dom = intra_link(gpu, eff), domain(gpu)
+        host = max(gpu.scale_up.host_gpus or dom, dom)
+        pcie_shares = link_defaults().ring_shares("pcie")
+        return Fabric(
+            intra, nic, dom, _base(eff), gpu.name, ring_shares(gpu),
+            host, host_link(gpu, eff), pcie_shares,
+        )  # fmt: skip
 
     def ring(self, n):
         """The share of the intra link's rate a ring all-reduce of ``n`` GPUs reaches."""
@@ -148,6 +168,9 @@ class Fabric:
             col([f.base for f in fabrics]),
             ", ".join(f.name for f in fabrics),
             tuple(col([f.shares[i] for f in fabrics]) for i in range(3)),
+            np.array([f.host for f in fabrics])[:, None],
+            links([f.pcie for f in fabrics]),  # type: ignore[misc]
+            tuple(col([f.pcie_shares[i] for f in fabrics]) for i in range(3)),
         )
 
     def inside(self, n: int) -> bool:
@@ -158,7 +181,16 @@ class Fabric:
             return bool(fits.all())
         raise ValueError(f"stacked fabrics differ in whether {n} GPUs fit their domain")
 
-    def outer(self) -> Link:
+    def in_host(self, n: int) -> bool:
+        """Whether a group of ``n`` GPUs wider than the domain stays in one server's PCIe
+        (NVLink-bridged cards; stacked: alike in every row, as :func:`regime` keeps them)."""
+        return bool(np.all(n <= np.asarray(self.host)))
+
+    def outer(self, n: int | None = None) -> Link:
+        """The link a group wider than the domain crosses: the host's PCIe while ``n`` GPUs
+        fit one server of bridged cards, else the NIC."""
+        if n is not None and self.pcie is not None and self.in_host(n):
+            return self.pcie
         if self.nic is None:
             raise SplitError(
                 f"{self.name} has no scale-out network in its preset: a replica must fit "
@@ -171,13 +203,14 @@ def group_link(fab: Fabric, n: int) -> str:
     """Name of the slowest link a group of ``n`` GPUs crosses."""
     if n <= 1:
         return "none"
-    return fab.intra.kind if fab.inside(n) else "nic"
+    return fab.intra.kind if fab.inside(n) else fab.outer(n).kind
 
 
 def regime(fab: Fabric, *groups: int) -> tuple[bool, ...]:
     """Which of these group sizes fit ``fab``'s domain, and whether it has a NIC: fabrics
     alike in these take the same branches (stack only such ones)."""
-    return (*(n <= fab.domain for n in groups), fab.nic is not None)
+    host = np.asarray(fab.domain if fab.host is None else fab.host)
+    return (*(n <= fab.domain for n in groups), *(n <= host for n in groups), fab.nic is not None)
 
 
 def allreduce(fab: Fabric, n: int, msg):
@@ -188,10 +221,12 @@ def allreduce(fab: Fabric, n: int, msg):
         return fab.base + _ring_allreduce(n, msg, fab.intra, fab.ring(n))
     inner = np.minimum(fab.domain, n)
     nodes = -(-n // inner)
+    outer = fab.outer(n)  # the host's PCIe (bridged cards in one server) or the NIC
+    share = ring_share(fab.pcie_shares, nodes) if outer is fab.pcie else 1.0
     return (
         2 * fab.base
-        + _ring_allreduce(inner, msg, fab.intra, fab.ring(int(np.max(inner))))
-        + _ring_allreduce(nodes, np.asarray(msg, float) / inner, fab.outer())
+        + _ring_allreduce(inner, msg, fab.intra, fab.ring(inner))
+        + _ring_allreduce(nodes, np.asarray(msg, float) / inner, outer, share)
     )
 
 
@@ -200,11 +235,11 @@ def alltoall(fab: Fabric, n: int, msg):
     (n-1)·α + (n-1)/n · M / B, on the slowest link crossed."""
     if n <= 1:
         return np.zeros_like(np.asarray(msg, float))
-    link = fab.intra if fab.inside(n) else fab.outer()
+    link = fab.intra if fab.inside(n) else fab.outer(n)
     return fab.base + (n - 1) * link.latency + (n - 1) / n * np.asarray(msg, float) / link.bandwidth
 
 
 def p2p(fab: Fabric, n_total: int, msg):
     """Seconds to send ``msg`` bytes to the next pipeline stage (inside the domain or not)."""
-    link = fab.intra if fab.inside(n_total) else fab.outer()
+    link = fab.intra if fab.inside(n_total) else fab.outer(n_total)
     return fab.base + link.latency + np.asarray(msg, float) / link.bandwidth

@@ -30,6 +30,14 @@ class ScaleUp(BaseModel):
     bandwidth_gb_s: float = Field(ge=0, description="per GPU, per direction")
     latency_us: float = Field(gt=0, description="small-message link latency (alpha)")
     domain_size: int = Field(ge=1, description="GPUs sharing this fabric in the standard system")
+    host_gpus: int | None = Field(
+        default=None,
+        ge=2,
+        description=(
+            "NVLink-bridged PCIe cards: GPUs one server joins over PCIe beyond the bridge "
+            "(a group wider than domain_size, up to this, crosses PCIe, not the NIC)"
+        ),
+    )
     allreduce_bus_gb_s: dict[int, float] | None = Field(
         default=None,
         description=(

@@ -123,3 +123,25 @@ def test_gpus_show_says_what_its_all_reduce_runs_at():
     pcie = zip((2, 4, 8), link_defaults().ring_shares("pcie"), strict=True)
     assert share("l40s") == {str(n): pytest.approx(s, abs=1e-4) for n, s in pcie}
     assert share("h100-sxm") == {"2": 1.0, "4": 1.0, "8": 1.0}  # NVLink: its datasheet rate
+
+
+def test_bridged_cards_join_their_pairs_over_the_hosts_pcie():
+    """H100 NVL: NVLink-bridged pairs, eight cards a server. A TP4 all-reduce reduce-scatters
+    inside each pair over the bridge, all-reduces half the data across the two pairs over
+    the host's PCIe (x16 rate at the PCIe share for 2, 1 us a hop), and all-gathers inside:
+    hand-computed. Past the server (TP16) the NIC carries it."""
+    g = get_gpu("h100-nvl")
+    eff = efficiency_for("hopper")
+    fab = comm.Fabric.of(g, eff)
+    assert (fab.domain, fab.host) == (2, 8)
+    a_nv = g.scale_up.latency_us * 1e-6 * eff.comm_latency_scale
+    a_pcie = comm.PCIE_HOP_US * 1e-6 * eff.comm_latency_scale
+    base, msg = eff.collective_base_us * 1e-6, 32e6
+    s2 = link_defaults().ring_shares("pcie")[0]
+    pair = 2 * a_nv + msg / (g.scale_up.bandwidth_gb_s * 1e9)
+    across = 2 * a_pcie + (msg / 2) / (g.pcie_gb_s * 1e9 * s2)
+    assert comm.allreduce(fab, 4, msg) == pytest.approx(2 * base + pair + across, rel=1e-12)
+    links = [comm.group_link(fab, n) for n in (2, 4, 8, 16)]
+    assert links == ["nvlink4", "pcie", "pcie", "nic"]
+    sxm = comm.Fabric.of(get_gpu("h100-sxm"), eff)  # a board's 8 share NVSwitch: no PCIe hop
+    assert comm.group_link(sxm, 8) == "nvlink4" and sxm.host == sxm.domain
