@@ -114,6 +114,7 @@ def plan_scenario(
     # proven optimal, each is no cheaper than the one before; unproven ones may be: sort
     res.alternatives.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
     res.notes += _calibration_notes(pl, [res.plan, *res.alternatives])
+    res.notes += _link_notes(pl, res.plan)
     if sc.confidence is not None:
         res.notes.append(_at_point_estimate(sc, presets, res.plan.cost_per_year_usd))
     return res
@@ -125,6 +126,22 @@ def _calibration_notes(pl: SearchSpace, plans: list[Plan]) -> list[str]:
     gpus = {g.name: g for g in pl.gpus}
     names = sorted({t for p in plans for t in p.gpus_by_type})
     return [f"{n}: {note}" for n in names if (note := calibration_note(efficiency_key(gpus[n])))]
+
+
+def _link_notes(pl: SearchSpace, plan: Plan) -> list[str]:
+    """What the recommendation's tensor-parallel rings over PCIe are priced at (PCIe
+    servers' all-reduce differs 10x by build: estimator.comm.pcie_ring_note), once each."""
+    from estimator.comm import pcie_ring_note
+    from estimator.parallel import Parallel
+
+    gpus = {g.name: g for g in pl.gpus}
+    notes = {
+        f"{a.gpu}: {note}"
+        for a in plan.assignments
+        if a.gpu in gpus
+        and (note := pcie_ring_note(gpus[a.gpu], Parallel(tp=a.tp, attention_dp=a.attention_dp)))
+    }
+    return sorted(notes)
 
 
 def _as_full(index: dict[int, int], sub: list, s: Solution) -> Solution:

@@ -145,3 +145,24 @@ def test_bridged_cards_join_their_pairs_over_the_hosts_pcie():
     assert links == ["nvlink4", "pcie", "pcie", "nic"]
     sxm = comm.Fabric.of(get_gpu("h100-sxm"), eff)  # a board's 8 share NVSwitch: no PCIe hop
     assert comm.group_link(sxm, 8) == "nvlink4" and sxm.host == sxm.domain
+
+
+def test_a_plan_over_pcie_rings_says_what_they_are_priced_at(tmp_path):
+    """The chat scenario on L40S alone runs Llama-3.1-70B at TP4 over PCIe: the plan carries
+    the estimate's note; its recommendation on all its GPU types (MI300X boards) does not."""
+    from pathlib import Path
+
+    import yaml
+
+    from planner.scenario import load_scenario
+    from planner.solve import plan_scenario
+
+    chat = Path(__file__).resolve().parents[1] / "scenarios" / "chat-assistant.yaml"
+    res = plan_scenario(load_scenario(chat), top=1)
+    assert not any("over PCIe" in n for n in res.notes)
+    sc = yaml.safe_load(chat.read_text())
+    sc["fleet"]["gpus"] = ["l40s"]
+    (path := tmp_path / "l40s.yaml").write_text(yaml.safe_dump(sc))
+    res = plan_scenario(load_scenario(path), top=1)
+    assert res.feasible and max(a.tp for a in res.plan.assignments) > 2
+    assert any(n.startswith("l40s: TP=") and "over PCIe" in n for n in res.notes), res.notes
