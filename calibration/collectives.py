@@ -84,26 +84,18 @@ def load(path: Path | None = None) -> list[dict]:
     return rows
 
 
-def link_kind(gpu) -> str:
-    """The fabric a GPU's tensor-parallel group uses: its scale-up link, or PCIe."""
-    return link_of(gpu)[0]
-
-
-def link_rate_gb_s(gpu) -> float:
-    """The datasheet rate per GPU per direction of that fabric (what the estimator divides by)."""
-    return link_of(gpu)[1] / 1e9
-
-
 def bus_shares(path: Path | None = None) -> dict[str, dict[int, float]]:
-    """Fabric -> {GPUs in the group: the median share of the link rate its ring all-reduce
-    reaches}; 'scale-up': the median over the measured scale-up fabrics, for the others."""
+    """Fabric (those in ``APPLIED``) -> {GPUs in the group: the median share of the link
+    rate (``estimator.comm.link_of``: what the estimator divides by) its ring all-reduce
+    reaches}."""
     from estimator.catalog import get_gpu
 
     per_system: dict[tuple[str, str, int], list[float]] = {}  # each system's NCCL versions
     for r in load(path):
         g = get_gpu(r["gpu"])
-        share = r["busbw_gb_s"] / link_rate_gb_s(g)
-        per_system.setdefault((link_kind(g), r["system"], r["n_gpus"]), []).append(share)
+        kind, rate = link_of(g)
+        share = r["busbw_gb_s"] * 1e9 / rate
+        per_system.setdefault((kind, r["system"], r["n_gpus"]), []).append(share)
     by: dict[str, dict[int, list[float]]] = {}  # one vote per system
     for (kind, _, n), shares in per_system.items():
         if kind in APPLIED:

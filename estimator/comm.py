@@ -84,7 +84,7 @@ def pcie_ring_note(gpu: Accelerator, par) -> str | None:
     n, own = par.tp, gpu.scale_up.allreduce_bus_gb_s  # own: the preset's server, measured
     if n <= 2 or par.attention_dp or link_of(gpu)[0] != "pcie" or own:
         return None
-    share = ring_share(link_defaults().ring_shares("pcie"), n)
+    share = ring_share(ring_shares(gpu), n)
     return (
         f"TP={n} over PCIe: its all-reduces run at {share:.0%} of the x16 rate (NCCL's ring "
         "on the median measured server; servers reach 5-63% at 8 GPUs by their switches, "

@@ -37,7 +37,7 @@ class Efficiency:
 @dataclass(frozen=True)
 class LinkDefaults:
     nic_latency_us: float
-    # fabric (a scale-up link kind, 'pcie', or 'scale-up' for unmeasured scale-up links) ->
+    # fabric (a link kind: 'pcie', the one calibration/collectives.py applies) ->
     # {GPUs in the group: the share of the link's datasheet rate a ring all-reduce reaches},
     # measured at kernel level (calibration/collectives.py); absent: the datasheet rate
     allreduce_bus_share: dict[str, dict[int, float]] = field(default_factory=dict)
@@ -46,7 +46,7 @@ class LinkDefaults:
         """The shares at 2, 4 and 8 or more GPUs of a group on a ``kind`` link (a group size
         between two measured ones takes the next measured size's)."""
         table = self.allreduce_bus_share
-        per_n = table.get(kind) or (table.get("scale-up") if kind != "pcie" else None) or {}
+        per_n = table.get(kind) or {}
         per_n = {int(n): float(v) for n, v in per_n.items()}
         return tuple(per_n.get(n, 1.0) for n in (2, 4, 8))  # type: ignore[return-value]
 

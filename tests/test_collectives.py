@@ -15,7 +15,7 @@ from estimator.efficiency import calibration, efficiency_for, link_defaults
 
 def test_pcie_shares_are_the_median_system_over_the_x16_rate():
     rows = cl.load()
-    pcie = [r for r in rows if cl.link_kind(get_gpu(r["gpu"])) == "pcie"]
+    pcie = [r for r in rows if comm.link_of(get_gpu(r["gpu"]))[0] == "pcie"]
     # every source: AIConfigurator's measured L40S and RTX PRO 6000 servers and the published
     # nccl-tests runs on RTX PRO 6000 servers at NCCL's defaults
     assert {r["system"] for r in pcie} >= {"l40s", "rtx_pro_6000_server", "voipmonitor_festr_turin"}
@@ -34,7 +34,7 @@ def test_only_pcie_is_priced_at_nccls_ring():
     ring does not measure: those fabrics keep their datasheet rate (their rows stay for
     reference)."""
     assert set(cl.bus_shares()) == {"pcie"}
-    assert any(cl.link_kind(get_gpu(r["gpu"])) == "nvlink4" for r in cl.load())
+    assert any(comm.link_of(get_gpu(r["gpu"]))[0] == "nvlink4" for r in cl.load())
     assert link_defaults().ring_shares("nvlink4") == (1.0, 1.0, 1.0)
 
 
