@@ -27,6 +27,14 @@ positive factor saved more than the estimator's split allows: the split, not the
 off, and the pair is left out). Each source gives the median of its pairs, and the factor is
 the median over sources (one vote each). Compiled runs with small tricks of their own beside
 the compile (fused QKV projections, channels_last: 1-4% more) pair as compiled runs.
+
+The eager pipeline itself runs its kernels one by one (norms, activations, residual adds,
+layout changes between the GEMMs, each a pass over memory and a launch), where the roofline
+at the language-model factors prices a serving engine's fused ones. Its factor on the same
+part of the denoiser is read off its own published runs: with the estimate's split, a run
+measured at ``r`` times the estimate's time puts that part at ``1 + (r - 1)/d`` of the
+roofline's; each source gives its median, and the factor is the median over sources. The
+compiled engine's pair factor is relative to it, read with the eager run's split at it.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ import numpy as np
 from estimator import EstimatorError
 from estimator.efficiency import engine_time_factor
 from estimator.families.asr import HOST_FITTED
-from estimator.families.diffusion import DEFAULT_DIFFUSION_ENGINE
+from estimator.families.diffusion import DEFAULT_DIFFUSION_ENGINE, denoiser_factor
 
 from .encoder_engines import cv_predicted as encoder_cv_predicted
 from .family_cases import (
@@ -163,8 +171,56 @@ def _times(case: dict, e) -> tuple[float, float]:
     return (m["denoiser_s"] if case["metric"] == "steps_per_s" else m["s_per_batch"]), sped
 
 
-def engine_pairs(cases: list[tuple[int, dict, dict]]) -> list[EnginePair]:
-    """Every published compiled diffusion run with an eager run to pair it with."""
+def _at_eager(total: float, sped: float, eager: float | None) -> tuple[float, float]:
+    """(timed work, sped part) of an eager estimate made at the calibration's eager factor,
+    re-read at the eager factor ``eager`` (None: as made)."""
+    if eager is None:
+        return total, sped
+    now = denoiser_factor(DEFAULT_DIFFUSION_ENGINE)
+    new = sped / now * eager
+    return total - sped + new, new
+
+
+@dataclass(frozen=True)
+class EagerRun:
+    """A published eager diffusion run: the factor on the denoiser's work outside attention
+    over the roofline's that its measured time implies."""
+
+    number: int
+    source: str
+    factor: float
+
+
+def eager_runs(cases: list[tuple[int, dict, dict]]) -> list[EagerRun]:
+    """Every published eager diffusion run the estimator can time."""
+    now = denoiser_factor(DEFAULT_DIFFUSION_ENGINE)
+    out = []
+    for number, case, src in cases:
+        if case.get("engine") != DEFAULT_DIFFUSION_ENGINE:
+            continue
+        try:
+            e = estimate_case(case)
+            pred = metric_value(case, e)
+        except (EstimatorError, KeyError, ValueError, TypeError):
+            continue
+        if e.family not in DIFFUSION:
+            continue
+        r = time_ratio(case["metric"], float(case["value"]), pred)  # measured / estimated
+        total, den = _times(case, e)
+        if r is None or not den > 0:
+            continue
+        factor = (r * total - (total - den)) / (den / now)
+        if factor > 0:
+            out.append(EagerRun(number, source_key(src.get("source", "")), factor))
+    return out
+
+
+def engine_pairs(
+    cases: list[tuple[int, dict, dict]], eager_factor: float | None = None
+) -> list[EnginePair]:
+    """Every published compiled diffusion run with an eager run to pair it with;
+    ``eager_factor``:
+    the eager pipeline's factor to read the eager run's split at (None: the calibration's)."""
     eager, fast = {}, []
     for number, case, src in cases:
         eng = case.get("engine")
@@ -184,7 +240,7 @@ def engine_pairs(cases: list[tuple[int, dict, dict]]) -> list[EnginePair]:
             continue
         if e.family not in DIFFUSION:
             continue
-        total, den = _times(base, e)
+        total, den = _at_eager(*_times(base, e), eager_factor)
         r = time_ratio(case["metric"], float(case["value"]), float(base["value"]))
         if r is None or not den > 0:
             continue
@@ -195,7 +251,7 @@ def engine_pairs(cases: list[tuple[int, dict, dict]]) -> list[EnginePair]:
     return out
 
 
-def fit_speed(pairs: list[EnginePair]) -> float:
+def fit_speed(pairs: list[EnginePair] | list[EagerRun]) -> float:
     """The median over sources of each source's median factor."""
     by_src: dict[str, list[float]] = defaultdict(list)
     for p in pairs:
@@ -215,7 +271,16 @@ def fit_family_engines(cases: list[tuple[int, dict, dict]]) -> dict:
             "sources": sorted({r.source for r in runs}),
         }
     out = {"asr": fitted} if fitted else {}
-    speed, every = {}, engine_pairs(cases)
+    speed, eager = {}, eager_runs(cases)
+    f_eager = None
+    if len({r.source for r in eager}) >= MIN_PAIR_SOURCES:
+        f_eager = fit_speed(eager)
+        speed[DEFAULT_DIFFUSION_ENGINE] = {
+            "time_factor": round(f_eager, 4),
+            "rows": len(eager),
+            "sources": sorted({r.source for r in eager}),
+        }
+    every = engine_pairs(cases, f_eager)
     for eng in SPEED_FITTED:
         pairs = [p for p in every if p.engine == eng]
         if len({p.source for p in pairs}) >= MIN_PAIR_SOURCES:
@@ -237,6 +302,7 @@ def cross_validate_engines(rows: list[FamilyRow], cases: list[tuple[int, dict, d
     by_number = {r.number: r for r in runs}
     by_engine = _by_engine(runs)
     pairs = engine_pairs(cases)
+    eager = eager_runs(cases)
     by_case = {number: case for number, case, _ in cases}
     for row in rows:
         run = by_number.get(row.row)
@@ -246,7 +312,12 @@ def cross_validate_engines(rows: list[FamilyRow], cases: list[tuple[int, dict, d
             continue
         if row.engine in SPEED_FITTED and row.predicted is not None:
             others = [p for p in pairs if p.engine == row.engine and p.source != row.source]
-            row.cv_predicted = _with_factor(row, by_case[row.row], others)
+            plain = [r for r in eager if r.source != row.source]
+            row.cv_predicted = _with_factor(row, by_case[row.row], others, plain)
+            continue
+        if row.family in DIFFUSION and row.engine == DEFAULT_DIFFUSION_ENGINE and row.predicted:
+            plain = [r for r in eager if r.source != row.source]
+            row.cv_predicted = _with_factor(row, by_case[row.row], None, plain)
             continue
         if run is None:
             row.cv_predicted = row.predicted
@@ -261,15 +332,24 @@ def cross_validate_engines(rows: list[FamilyRow], cases: list[tuple[int, dict, d
         row.cv_predicted = run.current * (t / run.current_s if time_metric else run.current_s / t)
 
 
-def _with_factor(row: FamilyRow, case: dict, pairs: list[EnginePair]) -> float | None:
-    """A compiled row's prediction with its engine's factor fitted on ``pairs`` (None: too
-    few sources to fit one)."""
-    if len({p.source for p in pairs}) < MIN_PAIR_SOURCES:
+def _with_factor(
+    row: FamilyRow, case: dict, pairs: list[EnginePair] | None, plain: list[EagerRun]
+) -> float | None:
+    """A diffusion row's prediction with its engine's factors fitted on ``pairs`` (the
+    compiled engine's, relative to eager; None: an eager row) and ``plain`` (the eager
+    pipeline's runs): None where too few sources fit a factor the row's engine has."""
+    if pairs is not None and len({p.source for p in pairs}) < MIN_PAIR_SOURCES:
         return None
     e = estimate_case(case)
     if e.family not in DIFFUSION:
         return row.predicted
     total, den = _times(case, e)
-    shipped = engine_time_factor("diffusion", row.engine)[0]
-    t = total + den * (fit_speed(pairs) / shipped - 1.0)
+    shipped = denoiser_factor(row.engine)
+    f_eager = (
+        fit_speed(plain)
+        if len({r.source for r in plain}) >= MIN_PAIR_SOURCES
+        else engine_time_factor("diffusion", DEFAULT_DIFFUSION_ENGINE)[0]
+    )
+    factor = f_eager * (fit_speed(pairs) if pairs is not None else 1.0)
+    t = total + den * (factor / shipped - 1.0)
     return row.predicted * (t / total if row.metric in TIME_METRICS else total / t)

@@ -31,12 +31,19 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
     from .collectives import FILE as COLLECTIVE_FILE
     from .collectives import bus_shares
     from .kernel_bandwidth import FILE as KERNEL_FILE
+    from .kernel_compute import FILE as GEMM_FILE
+    from .kernel_compute import gemm_table
     from .scoring import score
 
     kernel_file = shipped_dir() / KERNEL_FILE  # the memory shares the fit pins
+    # the kernel-level tables beside the rows: memory shares, GEMM rates, collectives
+    measured = (kernel_file, shipped_dir() / GEMM_FILE, shipped_dir() / COLLECTIVE_FILE)
     links = {"nic_latency_us": 8.0, "allreduce_bus_share": bus_shares()}
-    # the rows are decomposed with the links this file will hold (measured, not fitted)
+    gemm = gemm_table()
+    # the rows are decomposed with the links and GEMM rates this file will hold (measured,
+    # not fitted)
     calibration()["links"] = links
+    calibration()["gemm_share"] = gemm
     cases = load_cases(paths)
     params, info = fit(cases)
     pred = score(cases, params, Batch(cases).predict(params))
@@ -75,7 +82,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
                 "file": display_name(p),
                 "sha256": hashlib.sha256(p.read_bytes()).hexdigest()[:16],
             }
-            for p in [*paths, kernel_file, shipped_dir() / COLLECTIVE_FILE]
+            for p in [*paths, *measured]
         ],
         "rows_evaluated": len(cases),
         "rows_in_fit": info["rows"],
@@ -115,6 +122,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
             else {}
         ),
         "links": links,
+        "gemm_share": gemm,
         # quantiles of measured / predicted from the leave-one-source-out predictions, by
         # kind of number, model class and GPU family (>= 20 rows), for the bands every
         # estimate carries; TTFT's from the rows the replica sets (bands.replica_set)
@@ -134,7 +142,11 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# the physics or the data and refit.\n"
         "# memory/compute: achieved share of peak HBM bandwidth / dense FLOPS. The memory share\n"
         "# of a family with kernel-level data is not fitted: it is the bandwidth its GPUs'\n"
-        "# weight-streaming GEMMs reach (calibration/data/kernel_bandwidth.csv).\n"
+        "# weight-streaming GEMMs reach (calibration/data/kernel_bandwidth.csv). A family with no\n"
+        "# compute share of its own runs at its GPUs' compute-bound GEMM kernels' measured share\n"
+        "# of peak (gemm_share: calibration/data/kernel_compute.csv, not fitted) times the share\n"
+        "# of their kernels' rate the families fitted at 8 or 16 bits reach\n"
+        "# (estimator.efficiency.compute_share).\n"
         "# collective_base_us: fixed start-up latency per collective; layer_overhead_us: fixed\n"
         "# cost per layer per step (kernel launches and gaps); step_overhead_ms: per engine step;\n"
         "# seq_overhead_us: host work per running sequence per step (sampling, scheduling);\n"
@@ -177,9 +189,7 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
 
     def write() -> None:
         text = header + yaml.safe_dump(doc, sort_keys=False)
-        atomic_write_text(
-            target, text, inputs=(*paths, kernel_file, shipped_dir() / COLLECTIVE_FILE)
-        )
+        atomic_write_text(target, text, inputs=(*paths, *measured))
         calibration.cache_clear()
 
     write()  # the engines' host times are fitted on top of the GPU times just written

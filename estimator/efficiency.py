@@ -91,8 +91,7 @@ def _efficiency(cal: dict, family: str, precision: str | None, engine: str | Non
     base = Efficiency(**cal["defaults"])
     fams = cal.get("families") or {}
     over = {k: v for k, v in (fams.get(family) or {}).items() if k == "memory"}
-    if "compute" in (fams.get(family) or {}):  # else its rows did not measure compute
-        over["compute"] = compute_share(fams, base.compute, family, precision)
+    over["compute"] = compute_share(fams, base.compute, family, precision)
     host = (cal.get("engines") or {}).get(engine or "")
     if host:  # the engine's own host work per step, per running sequence, per request
         keys = ("step_overhead_ms", "seq_overhead_us", "request_overhead_ms")
@@ -124,6 +123,13 @@ def summary(gpu) -> dict[str, Any]:
         },
         "compute_own": cmp_own,
     }
+    gemm = {  # the measured GEMM kernels' share of peak: the GPU's own, else its family's
+        p: v
+        for p in ("bf16", "fp8", "fp4")
+        if gpu.dense_tflops.get(p) and (v := _gpu_kernel_share(gpu, p))
+    }
+    if gemm:
+        out["gemm_kernel_share"] = gemm
     if note := calibration_note(key):
         out["note"] = note
     return out
@@ -141,17 +147,27 @@ def calibration_note(family: str) -> str | None:
     if _NOTES[0] is not cal:
         _NOTES = (cal, {})
     if family not in _NOTES[1]:
-        d = cal["defaults"]
         own = dict(zip(("memory", "compute"), fitted(family), strict=True))
+        kernels = kernel_share(family, "bf16") is not None  # its compute from its GEMM kernels
+        at = {
+            "memory": f"{efficiency_for(family).memory:.0%} of peak bandwidth",
+            "compute": f"{efficiency_for(family, 'bf16').compute:.0%} of peak BF16 compute"
+            + (", at its GEMM kernels' measured rate" if kernels else ""),
+        }
         missing = [
-            (what, f"{d[key]:.0%} of peak {what}")
+            (what, at[key])
             for key, what in (("memory", "bandwidth"), ("compute", "compute"))
             if not own[key]
         ]
+        whence = (
+            "factors fitted on other GPUs"
+            if kernels and not own["compute"]
+            else "the defaults fitted on other GPUs"
+        )
         _NOTES[1][family] = (
             f"the calibration has no factor of the {family} family's own for its "
             f"{' or '.join(w for w, _ in missing)} (too few published runs measure it): it "
-            f"runs at the defaults fitted on other GPUs ({', '.join(t for _, t in missing)}), "
+            f"runs at {whence} ({', '.join(t for _, t in missing)}), "
             "so its figures are less certain than their bands"
             if missing
             else None
@@ -162,24 +178,64 @@ def calibration_note(family: str) -> str | None:
 def compute_share(families: dict, default: float, family: str, precision: str | None) -> float:
     """The compute factor of ``family`` at ``precision``, from calibration-shaped ``families``
     (name -> {compute, compute_precision, rows, compute_at: {precision: {compute, rows}}}).
-    The share of peak a GEMM reaches depends on its precision (FP4 GEMMs reach less of their
-    doubled peak than FP8 ones), so: the family's own factor where it was fitted at that
-    precision; else the row-weighted mean of the families fitted at it; else the family's
-    main factor, unless one of the two precisions is FP4 and the other not: then ``default``
-    (the 8/16-bit defaults)."""
+
+    The family's own factor where it was fitted at that precision; else the row-weighted
+    mean of the families fitted at it; else the family's main factor, unless one of the two
+    precisions is FP4 and the other not (FP4 GEMMs reach a smaller share of their doubled
+    peak). A family with no factor of its own (no published runs of its own measure its
+    compute: Ampere, Ada), or one at neither kind of precision, runs at its GPUs' GEMM kernels' rate
+    (:func:`kernel_share`, measured) times the share of their kernels' rate the families
+    fitted at 8 or 16 bits reach as served models: the kernels say how far a board's
+    sustained clocks and precision put it below its datasheet peak (A100's BF16 GEMMs reach
+    84% of it, L40S's 56%, H100's FP8 61%), the fitted families what serving adds on top.
+    (FP4 keeps the shares of peak fitted on other families: the engines' FP4 paths reach
+    more than the FP4 GEMM kernels measured alone; so does a family without kernel data, at
+    its precision.) ``default`` where none of that is known.
+    """
     fam = families.get(family)
-    if not fam:
-        return default
-    own = _fitted_at(fam)
-    if not precision or precision in own or not own:
+    own = _fitted_at(fam) if fam else {}
+    if own and (not precision or precision in own):
         return own.get(precision, (fam["compute"], 0))[0]
     same = [g[precision] for g in map(_fitted_at, families.values()) if precision in g]
-    if same:
-        return sum(c * n for c, n in same) / sum(n for _, n in same)
-    main = fam.get("compute_precision")
-    if (main == "fp4") != (precision == "fp4"):
-        return default
-    return fam["compute"]
+    if own:
+        if same:
+            return sum(c * n for c, n in same) / sum(n for _, n in same)
+        if (fam.get("compute_precision") == "fp4") == (precision == "fp4"):
+            return fam["compute"]
+    k, pooled = kernel_share(family, precision), _model_share_of_kernels(families)
+    if k and pooled and precision != "fp4":
+        return pooled * k
+    return sum(c * n for c, n in same) / sum(n for _, n in same) if same else default
+
+
+def kernel_share(family: str, precision: str | None) -> float | None:
+    """The share of its datasheet dense peak a compute-bound GEMM reaches at ``precision`` on
+    the ``family``'s GPUs, measured at kernel level (``calibration.yaml``'s ``gemm_share``,
+    calibration/kernel_compute.py): the mean of the family's measured GPUs; None where none
+    was measured at it."""
+    table = calibration().get("gemm_share") or {}
+    p = "bf16" if precision == "fp16" else precision  # one tensor-core rate
+    return ((table.get("families") or {}).get(family) or {}).get(p)
+
+
+def _gpu_kernel_share(gpu, precision: str) -> float | None:
+    own = ((calibration().get("gemm_share") or {}).get("gpus") or {}).get(gpu.name) or {}
+    return own.get(precision) or kernel_share(efficiency_key(gpu), precision)
+
+
+def _model_share_of_kernels(families: dict) -> float | None:
+    """The row-weighted mean, over the fitted 8- and 16-bit groups of the families whose GPUs
+    were measured at kernel level, of the fitted factor over the kernels' share: the share of
+    the GEMM kernels' rate a served model reaches (norms, activations, attention's softmax and
+    the kernels' own gaps between them). None where no such group is fitted."""
+    measured = (calibration().get("gemm_share") or {}).get("families") or {}
+    pairs = [
+        (c / measured[f][p], n)
+        for f, fam in families.items()
+        for p, (c, n) in _fitted_at(fam).items()
+        if p != "fp4" and measured.get(f, {}).get(p)
+    ]
+    return sum(r * n for r, n in pairs) / sum(n for _, n in pairs) if pairs else None
 
 
 def _fitted_at(fam: dict) -> dict[str, tuple[float, int]]:

@@ -11,8 +11,10 @@ from click.testing import CliRunner
 
 from calibration.family_cases import all_cases, estimate_case
 from calibration.family_engines import (
+    EagerRun,
     EnginePair,
     cross_validate_engines,
+    eager_runs,
     engine_pairs,
     fit_family_engines,
     fit_speed,
@@ -41,11 +43,40 @@ def test_compile_speeds_the_denoiser_but_its_attention():
     assert eager["engine"] == "diffusers" and fast["engine"] == "torch-compile"
 
 
-def test_engines_without_a_factor_run_at_the_roofline():
-    base = _flux(None).metrics["s_per_image"]
-    assert _flux("diffusers").metrics["s_per_image"] == pytest.approx(base)
-    assert _flux("tensorrt").metrics["s_per_image"] == pytest.approx(base)
-    assert any("fewer than two sources" in n for n in _flux("tensorrt").notes)
+def test_the_eager_pipeline_runs_at_its_fitted_factor_and_tensorrt_at_the_roofline():
+    """Eager diffusers runs its denoiser's work outside attention at the factor fitted on its
+    published runs (more than the roofline: its kernels run one by one); a TensorRT engine
+    runs at the roofline, and torch.compile at its pair factor on the eager one."""
+    eager, trt = _flux(None).metrics, _flux("tensorrt").metrics
+    f, rows = engine_time_factor("diffusion", "diffusers")
+    assert 1.0 < f < 2.0 and rows >= 10
+    att = eager["denoiser_attention_s"]
+    assert trt["denoiser_attention_s"] == pytest.approx(att)
+    assert eager["denoiser_s"] - att == pytest.approx((trt["denoiser_s"] - att) * f)
+    assert _flux("diffusers").metrics["s_per_image"] == pytest.approx(eager["s_per_image"])
+    assert any("fused engines run at the roofline" in n for n in _flux("tensorrt").notes)
+    rel = engine_time_factor("diffusion", "torch-compile")[0]
+    fast = _flux("torch-compile").metrics
+    assert fast["denoiser_s"] - att == pytest.approx((trt["denoiser_s"] - att) * f * rel)
+
+
+def test_an_eager_run_reads_its_factor_off_the_estimates_split():
+    """An eager run measured at r times the estimate's time puts the denoiser's work outside
+    attention at 1 + (r - 1) / d of the roofline's (d: that work's share of the estimate at
+    the roofline); the factor is the median over sources of their medians."""
+    cases = _pair_cases(0.7)[:1]
+    now = engine_time_factor("diffusion", "diffusers")[0]
+    m = estimate_case(cases[0][1]).metrics
+    total, sped = m["s_per_batch"], m["denoiser_s"] - m["denoiser_attention_s"]
+    roof_sped, roof_total = sped / now, total - sped + sped / now
+    (run,) = eager_runs(cases)
+    # measured 10 s: the sped-up part takes what the rest of the estimate leaves of it
+    assert run.factor == pytest.approx((10.0 - (total - sped)) / roof_sped)
+    assert run.factor == pytest.approx(1.0 + (10.0 / roof_total - 1.0) * roof_total / roof_sped)
+    runs = [EagerRun(1, "A", 1.1), EagerRun(2, "A", 1.5), EagerRun(3, "B", 1.2)]
+    assert fit_speed(runs) == pytest.approx((1.3 + 1.2) / 2)
+    shipped = fit_family_engines(all_cases()[0])["diffusion"]["diffusers"]
+    assert engine_time_factor("diffusion", "diffusers")[0] == pytest.approx(shipped["time_factor"])
 
 
 def test_an_unknown_engine_names_the_closest():
@@ -123,8 +154,9 @@ def test_the_shipped_factor_is_the_fit_of_the_shipped_rows():
 
 
 def test_every_compiled_row_is_cross_validated_without_its_source(monkeypatch):
-    """Each compiled row's leave-one-source-out prediction is the estimate itself, rerun
-    with the factor the other sources' pairs fit (step rates included)."""
+    """Each compiled or eager row's leave-one-source-out prediction is the estimate itself,
+    rerun with the factors the other sources fit (step rates included): the compiled
+    engine's from their pairs, the eager pipeline's from their eager runs."""
     from calibration import families
     from calibration.family_cases import metric_value
     from estimator.families import diffusion
@@ -134,10 +166,17 @@ def test_every_compiled_row_is_cross_validated_without_its_source(monkeypatch):
     by_number = {n: c for n, c, _ in cases}
     rows = [r for r in families.run() if r.engine == "torch-compile" and r.predicted]
     assert {r.metric for r in rows} >= {"s_per_image", "steps_per_s", "wall_time_s"}
+    eager = eager_runs(cases)
+    rows += [r for r in families.run() if r.engine == "diffusers" and r.predicted]
     cross_validate_engines(rows, cases)
     for row in rows:
-        others = fit_speed([p for p in pairs if p.source != row.source])
-        monkeypatch.setattr(diffusion, "engine_time_factor", lambda fam, eng, f=others: (f, 2))
+        fits = {
+            "torch-compile": fit_speed([p for p in pairs if p.source != row.source]),
+            "diffusers": fit_speed([r for r in eager if r.source != row.source]),
+        }
+        monkeypatch.setattr(
+            diffusion, "engine_time_factor", lambda fam, eng, f=fits: (f.get(eng, 1.0), 2)
+        )
         assert row.cv_predicted == pytest.approx(
             metric_value(by_number[row.row], estimate_case(by_number[row.row]))
         )
@@ -160,7 +199,7 @@ def test_a_compiled_pipeline_never_costs_more_and_says_so(tmp_path):
     assert fast.plan.cost_usd <= eager.plan.cost_usd
     assert fast.plan.total_gpus < eager.plan.total_gpus  # 5.6 images/s of schnell: fewer H100s
     assert any("engine torch-compile" in n and "0.6" in n for n in fast.notes)
-    assert any("engine diffusers" in n and "eager baseline" in n for n in eager.notes)
+    assert any("engine diffusers" in n and "published eager runs" in n for n in eager.notes)
 
 
 def test_a_var_model_ignores_the_pipeline_engine(tmp_path):

@@ -454,10 +454,14 @@ def test_a_gpu_family_no_published_run_calibrates_says_so():
     d = calibration()["defaults"]
     note = calibration_note("no-such-family")
     assert "bandwidth or compute" in note
-    assert f"{d['memory']:.0%} of peak bandwidth, {d['compute']:.0%} of peak compute" in note
+    assert f"{d['memory']:.0%} of peak bandwidth, {d['compute']:.0%} of peak BF16" in note
+    assert "the defaults fitted on other GPUs" in note
     assert calibration_note("hopper") is None
     ampere = calibration_note("ampere")  # bandwidth from kernel data; its rows, memory-bound
     assert ampere is not None and "the ampere family's own for its compute (" in ampere
+    # its compute: its GEMM kernels' measured rate at the share the fitted GPUs reach of theirs
+    share = efficiency_for("ampere", "bf16").compute
+    assert f"{share:.0%} of peak BF16 compute, at its GEMM kernels' measured rate" in ampere
     model, h100 = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
     other = h100.model_copy(update={"family": "no-such-family"})
     notes = Evaluator(model, other, Parallel()).notes

@@ -27,25 +27,50 @@ def diffusion_engine(name: str | None) -> str:
     return family_engine(name, DIFFUSION_ENGINES, "diffusion")
 
 
+# engines whose fitted factor is read off pairs with eager runs of the same pipeline: a factor
+# on the eager pipeline's own (fitted on its runs); TensorRT engines run at the roofline
+RELATIVE_TO_EAGER = ("torch-compile",)
+
+
+def denoiser_factor(engine: str | None) -> float:
+    """The time the engine's denoiser passes outside attention take, over the roofline's."""
+    eng = diffusion_engine(engine)
+    f = engine_time_factor("diffusion", eng)[0]
+    if eng in RELATIVE_TO_EAGER:
+        f *= engine_time_factor("diffusion", DEFAULT_DIFFUSION_ENGINE)[0]
+    return f
+
+
 def engine_note(engine: str | None) -> str:
     """What a diffusion estimate assumes of its engine, and where its factor comes from."""
     eng = diffusion_engine(engine)
-    f, pairs = engine_time_factor("diffusion", eng)
-    if pairs:
-        return (
-            f"engine {eng}: {DIFFUSION_ENGINES[eng]}; its denoiser's work outside attention "
-            f"takes {f:.2f}x the eager pipeline's time, fitted on {pairs} published runs paired "
-            "with the same pipeline in eager PyTorch (docs/VALIDATION.md, 'Other model "
-            "families')"
-        )
+    f, rows = engine_time_factor("diffusion", eng)
+    where = "(docs/VALIDATION.md, 'Other model families')"
     if eng == DEFAULT_DIFFUSION_ENGINE:
+        if rows:
+            return (
+                f"engine {eng}: {DIFFUSION_ENGINES[eng]}; its denoiser's work outside attention "
+                f"takes {f:.2f}x the roofline at the language-model factors (eager kernels one "
+                f"by one), fitted on {rows} published eager runs {where}"
+            )
         return (
             f"engine {eng}: {DIFFUSION_ENGINES[eng]}; the eager baseline the other engines' "
             "factors are measured against, timed on the roofline at the language-model factors"
         )
+    if rows:
+        return (
+            f"engine {eng}: {DIFFUSION_ENGINES[eng]}; its denoiser's work outside attention "
+            f"takes {f:.2f}x the eager pipeline's time, fitted on {rows} published runs paired "
+            f"with the same pipeline in eager PyTorch {where}"
+        )
+    if eng in RELATIVE_TO_EAGER:
+        return (
+            f"engine {eng}: {DIFFUSION_ENGINES[eng]}; timed as the eager pipeline (its published "
+            "pairs with eager runs come from fewer than two sources, too few to fit a factor)"
+        )
     return (
-        f"engine {eng}: {DIFFUSION_ENGINES[eng]}; timed as the eager pipeline (its published "
-        "pairs with eager runs come from fewer than two sources, too few to fit a factor)"
+        f"engine {eng}: {DIFFUSION_ENGINES[eng]}; fused engines run at the roofline at the "
+        "language-model factors"
     )
 
 
@@ -178,7 +203,7 @@ def estimate_diffusion(
     # the engine speeds up what it compiles: the GEMMs and the elementwise work around them
     # (fused into their prologues and epilogues); attention already runs as one fused kernel
     att_s = steps * max(float(t_step.attn_memory), float(t_step.attn_compute))
-    den_s = att_s + (steps * float(t_step.total) - att_s) * engine_time_factor("diffusion", eng)[0]
+    den_s = att_s + (steps * float(t_step.total) - att_s) * denoiser_factor(eng)
     vae_s = float(t_vae.total)
     parts = (den.params * wb, enc.params * 2.0, vae.params * 2.0)
     offload_s = 0.0
