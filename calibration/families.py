@@ -76,8 +76,9 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
         "`validation/nonllm_cases.csv`, and the self-describing rows of "
         "`validation/nonllm_measured_extra.csv` (numbered -1, -2, ...). These families run "
         "on the efficiency factors fitted to the language-model data, an out-of-sample "
-        "check; the two things fitted on these rows are the host time per decoding step of "
-        "the eager speech engines and the denoiser time factor of torch.compile (below). "
+        "check; the things fitted on these rows are the host time per decoding step of "
+        "the eager speech engines and the denoiser time factors of eager diffusers and "
+        "torch.compile (below). "
         "'CV' is the leave-one-source-out error: each engine's host time or factor fitted "
         "without the row's source (empty where its engine has no other source).",
         "",
@@ -195,16 +196,17 @@ def _diffusion_engines(engines: dict) -> list[str]:
         return []
     return [
         "",
-        "Diffusion engines' time factor on the denoiser (`estimator/calibration.yaml`, "
-        "`family_engines.diffusion`): published runs of one pipeline on one GPU at the same "
-        "settings, compiled and eager; with the eager run's time split as the estimator "
-        "splits it (share d in the denoiser outside its attention, which is already one fused "
-        "kernel), a compiled run at r of the eager time puts that part at 1 - (1 - r)/d of "
-        "its eager time. The factor is the median over sources "
-        "of each source's median. Eager pipelines (`diffusers`, the default) and TensorRT "
-        "engines run at the roofline.",
+        "Diffusion engines' time factor on the denoiser outside its attention (already one "
+        "fused kernel; `estimator/calibration.yaml`, `family_engines.diffusion`). Eager "
+        "`diffusers` (the default) over the roofline at the language-model factors: with a "
+        "published eager run's estimate split as the estimator splits it (share d in that "
+        "part), a run measured at r times the estimate puts it at 1 + (r - 1)/d of the "
+        "roofline's. torch.compile over eager: published runs of one pipeline on one GPU at "
+        "the same settings, compiled and eager; a compiled run at r of the eager time puts "
+        "that part at 1 - (1 - r)/d of its eager time. Each factor is the median over sources "
+        "of each source's median. TensorRT engines run at the roofline.",
         "",
-        "| engine | denoiser time factor | pairs | sources |",
+        "| engine | denoiser time factor | runs or pairs | sources |",
         "|---|---|---|---|",
         *(
             f"| {name} | {e['time_factor']:g} | {e['rows']} | {', '.join(e['sources'])} |"
