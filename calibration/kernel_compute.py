@@ -20,6 +20,18 @@ that precision. Cross-check: Stas Bekman's maximum-achievable-matmul table
 (github:stas00/ml-engineering compute/accelerator/README.md, the best shape found by search,
 so a few points above a median) reads A100 SXM BF16 86.9%, H100 SXM BF16 80.3% and FP8 70.9%.
 
+Boards of one family differ (sustained clocks, power limits: the 72 W L4 against the 350 W
+L40S against the 450 W RTX 4090), and AIConfigurator measures few of them. Beside it,
+``calibration/data/kernel_compute_published.csv``: one published table measured one way on
+many boards (github:zzc0721/torch-performance-test-data: ``torch.mm`` of random square BF16
+matrices of 1,024-10,240, thirty calls after six warm-up ones, the best size), each board's
+median. Such a short best-of run reads above AIConfigurator's sustained median; the ratio of
+the two on the boards measured both ways puts it on the median's footing, the family's own
+where it has such a board (A100 0.99, Hopper 0.97, L40S 0.76: the 350 W board throttles over
+a long sweep; RTX PRO 6000 0.96, B200 0.87), else the median of the families'. A board's
+rate over its family's (the family's AIConfigurator-measured boards, else its published ones)
+scales its compute share (``estimator.efficiency.board_ratio``).
+
 The extracted figures live in ``calibration/data/kernel_compute.csv`` (package data): the
 planner never needs AIConfigurator. To refresh them from a newer wheel (needs pandas and
 pyarrow)::
@@ -37,6 +49,7 @@ from . import shipped_dir
 from .kernel_bandwidth import SYSTEMS, refresh, write_csv
 
 FILE = "kernel_compute.csv"
+PUBLISHED = "kernel_compute_published.csv"
 MIN_M = 2048  # token rows: a prompt's GEMMs
 MIN_NK = 4096  # output and reduction sizes: a 7B-or-larger model's projections
 # AIConfigurator's GEMM dtypes -> the precision the estimator's math runs in (SmoothQuant
@@ -101,36 +114,74 @@ def load(path: Path | None = None) -> list[dict]:
 
 def gemm_shares(path: Path | None = None) -> dict[str, dict[str, float]]:
     """GPU preset -> {precision: its compute-bound GEMMs' rate over the preset's datasheet
-    peak at that precision} (what ``calibration.yaml``'s ``gemm_share`` holds)."""
+    peak at that precision}: AIConfigurator's measured boards."""
     from estimator.catalog import get_gpu
 
     out: dict[str, dict[str, float]] = {}
     for r in load(path):
-        peak = get_gpu(r["gpu"]).dense_tflops.get(r["precision"])
+        g = get_gpu(r["gpu"])
+        peak = g.dense_tflops.get(r["precision"])
         if peak:
-            out.setdefault(r["gpu"], {})[r["precision"]] = round(r["tflops"] / peak, 4)
+            out.setdefault(g.name, {})[r["precision"]] = round(r["tflops"] / peak, 4)
     return dict(sorted(out.items()))
 
 
-def gemm_table(path: Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
-    """``calibration.yaml``'s ``gemm_share``: per measured GPU preset (``gpus``), and the
-    mean per efficiency family of its measured GPUs (``families``: what a family without a
-    compute share of its own runs at, ``estimator.efficiency.compute_share``)."""
+def load_published(path: Path | None = None) -> dict[str, float]:
+    """GPU preset -> the median of its published BF16 rates (TFLOPS)."""
+    from estimator.catalog import get_gpu
+
+    with open(path or shipped_dir() / PUBLISHED, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        if r["precision"] == "bf16":
+            by.setdefault(get_gpu(r["gpu"]).name, []).append(float(r["tflops"]))
+    return {g: statistics.median(v) for g, v in sorted(by.items())}
+
+
+def gemm_table(
+    path: Path | None = None, published: Path | None = None
+) -> dict[str, dict[str, dict[str, float]]]:
+    """``calibration.yaml``'s ``gemm_share``: per board (``gpus``): AIConfigurator's shares,
+    else its published BF16 rate put on their footing (``bridges``: per family, the median
+    over its boards measured both ways of AIConfigurator's rate over the published one; else
+    the families' median); per efficiency family (``families``), the mean of its
+    AIConfigurator-measured boards, else of its published ones: what a family without a
+    compute share of its own runs at, and what a board's own rate is read against."""
     from estimator.catalog import get_gpu
     from estimator.efficiency import efficiency_key
 
-    gpus = gemm_shares(path)
+    aic = gemm_shares(path)
+    pub = load_published(published)
+    key = {g: efficiency_key(get_gpu(g)) for g in {*aic, *pub}}
+    both: dict[str, list[float]] = {}
+    for g, share in aic.items():
+        if g in pub and "bf16" in share:
+            rate = share["bf16"] * get_gpu(g).dense_tflops["bf16"]
+            both.setdefault(key[g], []).append(rate / pub[g])
+    bridges = {f: round(statistics.median(v), 4) for f, v in sorted(both.items())}
+    every = round(statistics.median(bridges.values()), 4)
+    gpus = dict(aic)
+    for g, rate in pub.items():
+        if g not in aic:
+            peak = get_gpu(g).dense_tflops["bf16"]
+            gpus[g] = {"bf16": round(rate * bridges.get(key[g], every) / peak, 4)}
     fams: dict[str, dict[str, list[float]]] = {}
-    for name, shares in gpus.items():
-        fam = fams.setdefault(efficiency_key(get_gpu(name)), {})
-        for p, v in shares.items():
-            fam.setdefault(p, []).append(v)
+    reference = []  # the boards a family's rate is the mean of
+    for g in sorted(gpus):
+        if g in aic or not any(key[h] == key[g] for h in aic):
+            reference.append(g)
+            fam = fams.setdefault(key[g], {})
+            for p, v in gpus[g].items():
+                fam.setdefault(p, []).append(v)
     return {
-        "gpus": gpus,
+        "gpus": dict(sorted(gpus.items())),
         "families": {
             f: {p: round(statistics.mean(v), 4) for p, v in sorted(ps.items())}
             for f, ps in sorted(fams.items())
         },
+        "reference": reference,
+        "bridges": {**bridges, "all": every},
     }
 
 

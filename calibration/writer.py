@@ -32,12 +32,18 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
     from .collectives import bus_shares
     from .kernel_bandwidth import FILE as KERNEL_FILE
     from .kernel_compute import FILE as GEMM_FILE
+    from .kernel_compute import PUBLISHED as GEMM_PUBLISHED
     from .kernel_compute import gemm_table
     from .scoring import score
 
     kernel_file = shipped_dir() / KERNEL_FILE  # the memory shares the fit pins
     # the kernel-level tables beside the rows: memory shares, GEMM rates, collectives
-    measured = (kernel_file, shipped_dir() / GEMM_FILE, shipped_dir() / COLLECTIVE_FILE)
+    measured = (
+        kernel_file,
+        shipped_dir() / GEMM_FILE,
+        shipped_dir() / GEMM_PUBLISHED,
+        shipped_dir() / COLLECTIVE_FILE,
+    )
     links = {"nic_latency_us": 8.0, "allreduce_bus_share": bus_shares()}
     gemm = gemm_table()
     # the rows are decomposed with the links and GEMM rates this file will hold (measured,

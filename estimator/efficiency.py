@@ -117,7 +117,7 @@ def summary(gpu) -> dict[str, Any]:
         "bandwidth_share": round(efficiency_for(key).memory, 4),
         "bandwidth_own": mem_own,
         **{
-            f"compute_share_{p}": round(efficiency_for(key, p).compute, 4)
+            f"compute_share_{p}": round(efficiency_for(key, p).compute * board_ratio(gpu), 4)
             for p in ("bf16", "fp8", "fp4")
             if gpu.dense_tflops.get(p)
         },
@@ -218,9 +218,27 @@ def kernel_share(family: str, precision: str | None) -> float | None:
     return ((table.get("families") or {}).get(family) or {}).get(p)
 
 
+def board_ratio(gpu) -> float:
+    """The rate a board's compute-bound BF16 GEMMs reach over its efficiency family's
+    (``gemm_share``: measured, calibration/kernel_compute.py): boards of one family sustain
+    different clocks under load (the 72 W L4, the 350 W L40S and the 450 W RTX 4090 are one
+    family), so its compute share is its family's times this; 1 where either is unmeasured.
+    One number per board, from BF16 (the precision every measured board has): what it says
+    is the board's clocks and power, which every precision's math runs at."""
+    table = calibration().get("gemm_share") or {}
+    if gpu.name in (table.get("reference") or ()):  # one of the boards the family's rate is
+        return 1.0
+    own = ((table.get("gpus") or {}).get(gpu.name) or {}).get("bf16")
+    fam = ((table.get("families") or {}).get(efficiency_key(gpu)) or {}).get("bf16")
+    return own / fam if own and fam else 1.0
+
+
 def _gpu_kernel_share(gpu, precision: str) -> float | None:
+    """The board's measured GEMM share at ``precision``: its own, else its family's at the
+    board's standing (:func:`board_ratio`)."""
     own = ((calibration().get("gemm_share") or {}).get("gpus") or {}).get(gpu.name) or {}
-    return own.get(precision) or kernel_share(efficiency_key(gpu), precision)
+    fam = kernel_share(efficiency_key(gpu), precision)
+    return own.get(precision) or (round(fam * board_ratio(gpu), 4) if fam else None)
 
 
 def _model_share_of_kernels(families: dict) -> float | None:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import comm
-from .efficiency import Efficiency, efficiency_for, efficiency_key
+from .efficiency import Efficiency, board_ratio, efficiency_for, efficiency_key
 from .errors import SplitError
 from .formats import compute_precision
 from .hardware import Accelerator
@@ -95,9 +95,10 @@ class Machine:
 
     def _set(self, eff: Efficiency) -> None:
         self.eff = eff
-        self.peak = self.gpu.peak_flops(self.precision, self.fast_accum) * eff.compute
-        self.peak_head = self.gpu.peak_flops(self.head_precision) * eff.compute
-        self.peak_attn = self.gpu.peak_flops(self.attn_precision) * eff.compute
+        share = eff.compute * board_ratio(self.gpu)  # the family's, at this board's clocks
+        self.peak = self.gpu.peak_flops(self.precision, self.fast_accum) * share
+        self.peak_head = self.gpu.peak_flops(self.head_precision) * share
+        self.peak_attn = self.gpu.peak_flops(self.attn_precision) * share
         self.bw = self.gpu.bandwidth_bytes_s * eff.memory
         self.__dict__.pop("fabric", None)  # its links scale with these factors
 

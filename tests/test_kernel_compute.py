@@ -51,7 +51,7 @@ def test_the_calibration_holds_the_table_the_writer_makes():
     assert calibration()["gemm_share"] == table
     hopper = table["families"]["hopper"]
     assert hopper["fp8"] == pytest.approx(
-        (table["gpus"]["h100-sxm"]["fp8"] + table["gpus"]["h200-sxm"]["fp8"]) / 2, abs=1e-4
+        (table["gpus"]["h100-sxm"]["fp8"] + table["gpus"]["h200"]["fp8"]) / 2, abs=1e-4
     )
     assert kernel_share("hopper", "fp16") == kernel_share("hopper", "bf16")  # one rate
     assert kernel_share("cdna3", "fp8") is None  # no AMD system measured
@@ -133,3 +133,45 @@ def test_fp4_and_unmeasured_families_keep_shares_of_peak(monkeypatch):
     # no kernel table at all (an older calibration): the defaults, as before it
     monkeypatch.setattr(eff, "calibration", lambda: {"families": fams})
     assert compute_share(fams, 0.3, "ampere", "bf16") == 0.3
+
+
+def test_published_rates_are_put_on_the_kernel_tables_footing():
+    """A board AIConfigurator does not measure takes its published BF16 rate (the median of
+    its rows) times the ratio the family's boards measured both ways show."""
+    table = kc.gemm_table()
+    pub = kc.load_published()
+    # RTX 4090: four published runs (162.39, 163.09, 170.06, 173.31), Ada's bridge from the
+    # L40S (204.5 of AIConfigurator's over 269.15 published)
+    assert pub["rtx-4090"] == pytest.approx((163.09 + 170.06) / 2)
+    l40s = table["gpus"]["l40s"]["bf16"] * 362.05
+    assert table["bridges"]["ada-gddr"] == pytest.approx(l40s / 269.15, abs=1e-3)
+    assert table["gpus"]["rtx-4090"]["bf16"] == pytest.approx(
+        pub["rtx-4090"] * table["bridges"]["ada-gddr"] / 165.2, abs=1e-3
+    )
+    # a family with no board measured both ways takes the families' median bridge
+    assert "ampere-gddr" not in table["bridges"]
+    assert table["gpus"]["rtx-a6000"]["bf16"] == pytest.approx(
+        123.34 * table["bridges"]["all"] / 154.8, abs=1e-3
+    )
+    # the family's rate is its AIConfigurator boards' alone: a published board does not move it
+    assert table["families"]["ada-gddr"]["bf16"] == table["gpus"]["l40s"]["bf16"]
+    assert set(table["reference"]) >= {"l40s", "h100-sxm", "a100-80gb-sxm"}
+    assert "rtx-4090" not in table["reference"]
+
+
+def test_a_board_runs_at_its_familys_share_times_its_own_rate_over_the_familys():
+    from estimator import Parallel
+    from estimator.efficiency import board_ratio
+    from estimator.roofline import Machine
+
+    table = calibration()["gemm_share"]
+    g4090, l40s = get_gpu("rtx-4090"), get_gpu("l40s")
+    ratio = table["gpus"]["rtx-4090"]["bf16"] / table["families"]["ada-gddr"]["bf16"]
+    assert board_ratio(g4090) == pytest.approx(ratio) and ratio > 1.2  # 450 W vs 350 W
+    assert board_ratio(l40s) == 1.0  # the family's own board
+    assert board_ratio(get_gpu("t4")) == 1.0  # unmeasured: its family's
+    fam = efficiency_for("ada-gddr", "bf16").compute
+    for p in ("bf16", "fp8"):  # one standing for every precision the board runs
+        share = efficiency_for("ada-gddr", p).compute * ratio
+        assert Machine(g4090, Parallel(), p).peak == pytest.approx(g4090.peak_flops(p) * share)
+    assert Machine(l40s, Parallel(), "bf16").peak == pytest.approx(l40s.peak_flops("bf16") * fam)
