@@ -26,14 +26,13 @@ pyarrow)::
 
 from __future__ import annotations
 
-import csv
 import statistics
 from pathlib import Path
 
 from estimator.comm import link_of
 
 from . import shipped_dir
-from .kernel_bandwidth import SYSTEMS, refresh, write_csv
+from .kernel_bandwidth import SYSTEMS, read_csv, refresh, write_csv
 
 FILE = "collective_bandwidth.csv"
 # Where the serving engines' tensor-parallel all-reduce is NCCL's ring: over PCIe (vLLM and
@@ -77,11 +76,7 @@ def extract(root: Path, package_version: str) -> list[dict]:
 
 def load(path: Path | None = None) -> list[dict]:
     """The shipped rows (``COLUMNS``), numbers as numbers."""
-    with open(path or shipped_dir() / FILE, newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    for r in rows:
-        r["n_gpus"], r["busbw_gb_s"] = int(r["n_gpus"]), float(r["busbw_gb_s"])
-    return rows
+    return read_csv(path or shipped_dir() / FILE, n_gpus=int, busbw_gb_s=float)
 
 
 def bus_shares(path: Path | None = None) -> dict[str, dict[int, float]]:

@@ -50,28 +50,33 @@ def extract(root: Path, package_version: str) -> list[dict]:
 
     rows = []
     for system, gpu in SYSTEMS.items():
-        base = root / "systems" / "data" / system / "gemm"
-        files = sorted(base.glob("*/*/gemm_perf.parquet"))
-        # TensorRT-LLM's collection where there is one (its GEMMs are what its engines run)
-        files.sort(key=lambda f: (f.parts[-3] != "trtllm", f.parts[-3], f.parts[-2]))
-        for f in files:
+        for f in gemm_collections(root, system):
             n, tb_s = streaming_tb_s(pd.read_parquet(f))
             if n < 3:
                 continue
-            rel = f.relative_to(root.parent).as_posix()
-            rows.append(
-                {
-                    "system": system,
-                    "gpu": gpu,
-                    "framework": f.parts[-3],
-                    "version": f.parts[-2],
-                    "gemms": n,
-                    "tb_s": round(tb_s, 4),
-                    "source": f"aiconfigurator-core {package_version} (PyPI, Apache-2.0): {rel}",
-                }
-            )
+            row = collection_row(root, system, gpu, f, package_version)
+            rows.append({**row, "gemms": n, "tb_s": round(tb_s, 4)})
             break
     return rows
+
+
+def gemm_collections(root: Path, system: str) -> list[Path]:
+    """A system's GEMM tables, TensorRT-LLM's collection first where there is one (its GEMMs
+    are what its engines run)."""
+    files = sorted((root / "systems" / "data" / system / "gemm").glob("*/*/gemm_perf.parquet"))
+    return sorted(files, key=lambda f: (f.parts[-3] != "trtllm", f.parts[-3], f.parts[-2]))
+
+
+def collection_row(root: Path, system: str, gpu: str, f: Path, package_version: str) -> dict:
+    """The columns every row extracted from one of AIConfigurator's tables starts with."""
+    rel = f.relative_to(root.parent).as_posix()
+    return {
+        "system": system,
+        "gpu": gpu,
+        "framework": f.parts[-3],
+        "version": f.parts[-2],
+        "source": f"aiconfigurator-core {package_version} (PyPI, Apache-2.0): {rel}",
+    }
 
 
 def streaming_tb_s(gemms) -> tuple[int, float]:
@@ -89,11 +94,17 @@ def streaming_tb_s(gemms) -> tuple[int, float]:
 
 def load(path: Path | None = None) -> list[dict]:
     """The shipped rows (``COLUMNS``), ``tb_s`` as float."""
-    path = path or shipped_dir() / FILE
+    return read_csv(path or shipped_dir() / FILE, tb_s=float)
+
+
+def read_csv(path: Path, **numbers) -> list[dict]:
+    """The rows of one of the kernel-level tables, the columns named in ``numbers`` (name ->
+    int or float) as numbers."""
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
     for r in rows:
-        r["tb_s"] = float(r["tb_s"])
+        for col, kind in numbers.items():
+            r[col] = kind(r[col])
     return rows
 
 

@@ -41,12 +41,18 @@ pyarrow)::
 
 from __future__ import annotations
 
-import csv
 import statistics
 from pathlib import Path
 
 from . import shipped_dir
-from .kernel_bandwidth import SYSTEMS, refresh, write_csv
+from .kernel_bandwidth import (
+    SYSTEMS,
+    collection_row,
+    gemm_collections,
+    read_csv,
+    refresh,
+    write_csv,
+)
 
 FILE = "kernel_compute.csv"
 PUBLISHED = "kernel_compute_published.csv"
@@ -64,29 +70,16 @@ def extract(root: Path, package_version: str) -> list[dict]:
 
     rows = []
     for system, gpu in SYSTEMS.items():
-        files = sorted((root / "systems" / "data" / system / "gemm").glob("*/*/gemm_perf.parquet"))
-        # TensorRT-LLM's collection where there is one (as the bandwidth shares)
-        files.sort(key=lambda f: (f.parts[-3] != "trtllm", f.parts[-3], f.parts[-2]))
+        files = gemm_collections(root, system)  # TensorRT-LLM's first, as the bandwidth shares
         if not files:
             continue
-        f = files[0]
-        rel = f.relative_to(root.parent).as_posix()
+        row = collection_row(root, system, gpu, files[0], package_version)
+        gemms = pd.read_parquet(files[0])
         for dtype, precision in DTYPES.items():
-            n, tflops = compute_tflops(pd.read_parquet(f), dtype)
-            if n < 3:
-                continue
-            rows.append(
-                {
-                    "system": system,
-                    "gpu": gpu,
-                    "framework": f.parts[-3],
-                    "version": f.parts[-2],
-                    "precision": precision,
-                    "gemms": n,
-                    "tflops": round(tflops, 1),
-                    "source": f"aiconfigurator-core {package_version} (PyPI, Apache-2.0): {rel}",
-                }
-            )
+            n, tflops = compute_tflops(gemms, dtype)
+            if n >= 3:
+                extra = {"precision": precision, "gemms": n, "tflops": round(tflops, 1)}
+                rows.append({**row, **extra})
     return rows
 
 
@@ -104,12 +97,7 @@ def compute_tflops(gemms, dtype: str) -> tuple[int, float]:
 
 def load(path: Path | None = None) -> list[dict]:
     """The shipped rows (``COLUMNS``), ``tflops`` as float."""
-    path = path or shipped_dir() / FILE
-    with open(path, newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    for r in rows:
-        r["tflops"] = float(r["tflops"])
-    return rows
+    return read_csv(path or shipped_dir() / FILE, tflops=float)
 
 
 def gemm_shares(path: Path | None = None) -> dict[str, dict[str, float]]:
@@ -130,12 +118,10 @@ def load_published(path: Path | None = None) -> dict[str, float]:
     """GPU preset -> the median of its published BF16 rates (TFLOPS)."""
     from estimator.catalog import get_gpu
 
-    with open(path or shipped_dir() / PUBLISHED, newline="") as fh:
-        rows = list(csv.DictReader(fh))
     by: dict[str, list[float]] = {}
-    for r in rows:
+    for r in read_csv(path or shipped_dir() / PUBLISHED, tflops=float):
         if r["precision"] == "bf16":
-            by.setdefault(get_gpu(r["gpu"]).name, []).append(float(r["tflops"]))
+            by.setdefault(get_gpu(r["gpu"]).name, []).append(r["tflops"])
     return {g: statistics.median(v) for g, v in sorted(by.items())}
 
 
