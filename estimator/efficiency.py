@@ -183,11 +183,12 @@ def compute_share(families: dict, default: float, family: str, precision: str | 
     mean of the families fitted at it; else the family's main factor, unless one of the two
     precisions is FP4 and the other not (FP4 GEMMs reach a smaller share of their doubled
     peak). A family with no factor of its own (no published runs of its own measure its
-    compute: Ampere, Ada), or one at neither kind of precision, runs at its GPUs' GEMM kernels' rate
-    (:func:`kernel_share`, measured) times the share of their kernels' rate the families
-    fitted at 8 or 16 bits reach as served models: the kernels say how far a board's
-    sustained clocks and precision put it below its datasheet peak (A100's BF16 GEMMs reach
-    84% of it, L40S's 56%, H100's FP8 61%), the fitted families what serving adds on top.
+    compute: Ampere, Ada), or fitted only at FP4 and asked for 8- or 16-bit math, runs at its
+    GPUs' GEMM kernels' rate (:func:`kernel_share`, measured) times the share of their
+    kernels' rate the families fitted at 8 or 16 bits reach as served models: the kernels
+    say how far a board's sustained clocks and precision put it below its datasheet peak
+    (A100's BF16 GEMMs reach 84% of it, L40S's 56%, H100's FP8 61%), the fitted families
+    what serving adds on top.
     (FP4 keeps the shares of peak fitted on other families: the engines' FP4 paths reach
     more than the FP4 GEMM kernels measured alone; so does a family without kernel data, at
     its precision.) ``default`` where none of that is known.
@@ -226,7 +227,7 @@ def board_ratio(gpu) -> float:
     One number per board, from BF16 (the precision every measured board has): what it says
     is the board's clocks and power, which every precision's math runs at."""
     table = calibration().get("gemm_share") or {}
-    if gpu.name in (table.get("reference") or ()):  # one of the boards the family's rate is
+    if gpu.name in (table.get("reference") or ()):  # the family's rate is these boards' mean
         return 1.0
     own = ((table.get("gpus") or {}).get(gpu.name) or {}).get("bf16")
     fam = ((table.get("families") or {}).get(efficiency_key(gpu)) or {}).get("bf16")
