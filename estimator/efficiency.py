@@ -152,7 +152,11 @@ def calibration_note(family: str) -> str | None:
         at = {
             "memory": f"{efficiency_for(family).memory:.0%} of peak bandwidth",
             "compute": f"{efficiency_for(family, 'bf16').compute:.0%} of peak BF16 compute"
-            + (", at its GEMM kernels' measured rate" if kernels else ""),
+            + (
+                " on its reference boards, each board at its GEMM kernels' measured rate"
+                if kernels
+                else ""
+            ),
         }
         missing = [
             (what, at[key])
