@@ -219,8 +219,8 @@ def engine_pairs(
     cases: list[tuple[int, dict, dict]], eager_factor: float | None = None
 ) -> list[EnginePair]:
     """Every published compiled diffusion run with an eager run to pair it with;
-    ``eager_factor``:
-    the eager pipeline's factor to read the eager run's split at (None: the calibration's)."""
+    ``eager_factor``: the eager pipeline's factor to read the eager run's split at (None:
+    the calibration's)."""
     eager, fast = {}, []
     for number, case, src in cases:
         eng = case.get("engine")
@@ -251,6 +251,12 @@ def engine_pairs(
     return out
 
 
+def _enough_sources(items: list[EnginePair] | list[EagerRun]) -> bool:
+    """Whether runs or pairs come from enough sources to fit a factor on (one source's could
+    be its own setup)."""
+    return len({x.source for x in items}) >= MIN_PAIR_SOURCES
+
+
 def fit_speed(pairs: list[EnginePair] | list[EagerRun]) -> float:
     """The median over sources of each source's median factor."""
     by_src: dict[str, list[float]] = defaultdict(list)
@@ -273,7 +279,7 @@ def fit_family_engines(cases: list[tuple[int, dict, dict]]) -> dict:
     out = {"asr": fitted} if fitted else {}
     speed, eager = {}, eager_runs(cases)
     f_eager = None
-    if len({r.source for r in eager}) >= MIN_PAIR_SOURCES:
+    if _enough_sources(eager):
         f_eager = fit_speed(eager)
         speed[DEFAULT_DIFFUSION_ENGINE] = {
             "time_factor": round(f_eager, 4),
@@ -283,7 +289,7 @@ def fit_family_engines(cases: list[tuple[int, dict, dict]]) -> dict:
     every = engine_pairs(cases, f_eager)
     for eng in SPEED_FITTED:
         pairs = [p for p in every if p.engine == eng]
-        if len({p.source for p in pairs}) >= MIN_PAIR_SOURCES:
+        if _enough_sources(pairs):
             speed[eng] = {
                 "time_factor": round(fit_speed(pairs), 4),
                 "rows": len(pairs),
@@ -338,7 +344,7 @@ def _with_factor(
     """A diffusion row's prediction with its engine's factors fitted on ``pairs`` (the
     compiled engine's, relative to eager; None: an eager row) and ``plain`` (the eager
     pipeline's runs): None where too few sources fit a factor the row's engine has."""
-    if pairs is not None and len({p.source for p in pairs}) < MIN_PAIR_SOURCES:
+    if pairs is not None and not _enough_sources(pairs):
         return None
     e = estimate_case(case)
     if e.family not in DIFFUSION:
@@ -347,7 +353,7 @@ def _with_factor(
     shipped = denoiser_factor(row.engine)
     f_eager = (
         fit_speed(plain)
-        if len({r.source for r in plain}) >= MIN_PAIR_SOURCES
+        if _enough_sources(plain)
         else engine_time_factor("diffusion", DEFAULT_DIFFUSION_ENGINE)[0]
     )
     factor = f_eager * (fit_speed(pairs) if pairs is not None else 1.0)

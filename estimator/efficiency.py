@@ -201,16 +201,26 @@ def compute_share(families: dict, default: float, family: str, precision: str | 
     own = _fitted_at(fam) if fam else {}
     if own and (not precision or precision in own):
         return own.get(precision, (fam["compute"], 0))[0]
-    same = [g[precision] for g in map(_fitted_at, families.values()) if precision in g]
+    same = _weighted([g[precision] for g in map(_fitted_at, families.values()) if precision in g])
     if own:
-        if same:
-            return sum(c * n for c, n in same) / sum(n for _, n in same)
+        if same is not None:
+            return same
         if (fam.get("compute_precision") == "fp4") == (precision == "fp4"):
             return fam["compute"]
     k, pooled = kernel_share(family, precision), _model_share_of_kernels(families)
     if k and pooled and precision != "fp4":
         return pooled * k
-    return sum(c * n for c, n in same) / sum(n for _, n in same) if same else default
+    return same if same is not None else default
+
+
+def _weighted(pairs: list[tuple[float, int]]) -> float | None:
+    """The row-weighted mean of (value, rows) pairs; None for none."""
+    return sum(v * n for v, n in pairs) / sum(n for _, n in pairs) if pairs else None
+
+
+def _gemm(level: str) -> dict:
+    """One level of ``calibration.yaml``'s ``gemm_share`` (gpus, families, reference)."""
+    return (calibration().get("gemm_share") or {}).get(level) or {}
 
 
 def kernel_share(family: str, precision: str | None) -> float | None:
@@ -218,9 +228,8 @@ def kernel_share(family: str, precision: str | None) -> float | None:
     the ``family``'s GPUs, measured at kernel level (``calibration.yaml``'s ``gemm_share``,
     calibration/kernel_compute.py): the mean of the family's measured GPUs; None where none
     was measured at it."""
-    table = calibration().get("gemm_share") or {}
     p = "bf16" if precision == "fp16" else precision  # one tensor-core rate
-    return ((table.get("families") or {}).get(family) or {}).get(p)
+    return (_gemm("families").get(family) or {}).get(p)
 
 
 def board_ratio(gpu) -> float:
@@ -230,18 +239,17 @@ def board_ratio(gpu) -> float:
     family), so its compute share is its family's times this; 1 where either is unmeasured.
     One number per board, from BF16 (the precision every measured board has): what it says
     is the board's clocks and power, which every precision's math runs at."""
-    table = calibration().get("gemm_share") or {}
-    if gpu.name in (table.get("reference") or ()):  # the family's rate is these boards' mean
+    if gpu.name in _gemm("reference"):  # the family's rate is these boards' mean
         return 1.0
-    own = ((table.get("gpus") or {}).get(gpu.name) or {}).get("bf16")
-    fam = ((table.get("families") or {}).get(efficiency_key(gpu)) or {}).get("bf16")
+    own = (_gemm("gpus").get(gpu.name) or {}).get("bf16")
+    fam = kernel_share(efficiency_key(gpu), "bf16")
     return own / fam if own and fam else 1.0
 
 
 def _gpu_kernel_share(gpu, precision: str) -> float | None:
     """The board's measured GEMM share at ``precision``: its own, else its family's at the
     board's standing (:func:`board_ratio`)."""
-    own = ((calibration().get("gemm_share") or {}).get("gpus") or {}).get(gpu.name) or {}
+    own = _gemm("gpus").get(gpu.name) or {}
     fam = kernel_share(efficiency_key(gpu), precision)
     return own.get(precision) or (round(fam * board_ratio(gpu), 4) if fam else None)
 
@@ -251,14 +259,15 @@ def _model_share_of_kernels(families: dict) -> float | None:
     were measured at kernel level, of the fitted factor over the kernels' share: the share of
     the GEMM kernels' rate a served model reaches (norms, activations, attention's softmax and
     the kernels' own gaps between them). None where no such group is fitted."""
-    measured = (calibration().get("gemm_share") or {}).get("families") or {}
-    pairs = [
-        (c / measured[f][p], n)
-        for f, fam in families.items()
-        for p, (c, n) in _fitted_at(fam).items()
-        if p != "fp4" and measured.get(f, {}).get(p)
-    ]
-    return sum(r * n for r, n in pairs) / sum(n for _, n in pairs) if pairs else None
+    measured = _gemm("families")
+    return _weighted(
+        [
+            (c / measured[f][p], n)
+            for f, fam in families.items()
+            for p, (c, n) in _fitted_at(fam).items()
+            if p != "fp4" and measured.get(f, {}).get(p)
+        ]
+    )
 
 
 def _fitted_at(fam: dict) -> dict[str, tuple[float, int]]:
