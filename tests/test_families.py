@@ -366,6 +366,32 @@ def test_sdxl_latent_and_components():
     assert m.vae(1024, 1024).params / 1e6 == pytest.approx(49.5, rel=0.02)
 
 
+def test_cogvideox_vae_decodes_every_output_frame():
+    """CogVideoX's 3D VAE upsamples time in its first two up blocks (13 latent frames -> 25
+    -> 49, diffusers CogVideoXUpsample3D with compress_time): hand-summed conv FLOPs at that
+    frame schedule (resnets' causal 3x3x3 convolutions as 3x the 2D work, upsamplers 2D)."""
+    m = get_family_model("cogvideox-2b")
+
+    def conv(cin, cout, h, w, k=3, depth=3):
+        return 2.0 * cin * cout * k * k * depth * h * w
+
+    def resnet(cin, cout, h, w):
+        short = conv(cin, cout, h, w, k=1, depth=1) if cin != cout else 0.0
+        return conv(cin, cout, h, w) + conv(cout, cout, h, w) + short
+
+    h, w = 60, 90
+    want = 13 * (conv(16, 512, h, w) + 2 * resnet(512, 512, h, w))
+    want += 13 * 4 * resnet(512, 512, h, w) + 25 * conv(512, 512, 120, 180, depth=1)
+    want += 25 * (resnet(512, 256, 120, 180) + 3 * resnet(256, 256, 120, 180))
+    want += 49 * conv(256, 256, 240, 360, depth=1)
+    want += 49 * 4 * resnet(256, 256, 240, 360) + 49 * conv(256, 256, 480, 720, depth=1)
+    want += 49 * (resnet(256, 128, 480, 720) + 3 * resnet(128, 128, 480, 720))
+    want += 49 * conv(128, 3, 480, 720)
+    assert m.vae(720, 480, 49).flops == pytest.approx(want, rel=1e-9)
+    # one frame is the 2D decoder's work: no temporal upsampling
+    assert m.vae(720, 480, 1).flops < want / 40
+
+
 def test_flux_tokens_are_packed_2x2():
     """Flux packs 2x2 latent pixels per token: 1024x1024 -> 64x64 = 4,096 image tokens; with
     512 T5 tokens the single-stream attention runs over 4,608."""

@@ -126,10 +126,16 @@ class DiffusionModel:
             total = total + text_encoder(te["class"], te["config"], n)
         return total
 
-    def vae(self, width: int, height: int, frames: int = 1) -> Cost:
+    def vae(self, width: int, height: int, frames: int = 1, peak: bool = False) -> Cost:
+        """The VAE decoder's work over the video (``peak``: over its largest chunk, whose
+        feature maps set the decode's peak memory: diffusers decodes CogVideoX's latents
+        ``num_latent_frames_batch_size`` = 2 frames at a time, the first chunk taking an
+        odd count's extra frame, AutoencoderKLCogVideoX._decode)."""
         comp = self.components["vae"]
         temporal = "CogVideoX" in comp["class"]
         lat = (frames - 1) // 4 + 1 if temporal else 1
+        if peak and lat > 2:
+            lat = 2 + lat % 2
         return vae_decoder(comp["config"], height, width, lat, temporal)
 
     @property
@@ -211,9 +217,11 @@ def estimate_diffusion(
         offload_s = 2 * sum(parts) / (gpu.pcie_gb_s * 1e9)
     total = enc_s + den_s + vae_s + offload_s
     weights_b = max(parts) if offload else sum(parts)
-    # peak activations: the VAE's largest feature maps or the denoiser's working set
+    # peak activations: the VAE's largest feature maps (of its largest chunk of frames) or
+    # the denoiser's working set
+    vae_peak = model.vae(width, height, frames, peak=True)
     act = max(
-        batch * vae.act_bytes / max(vae.layers, 1) * 4,
+        batch * vae_peak.act_bytes / max(vae_peak.layers, 1) * 4,
         batch * cfg * den.act_bytes / max(den.layers, 1) * 4,
     )
     mem = memory(mc, weights_b, act, 0.0, batch)

@@ -10,6 +10,7 @@ feature maps as well as weights.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,34 +139,58 @@ def _spatial_attention(ch: int, h: int, w: int) -> Cost:
 def vae_decoder(
     c: dict[str, Any], height: int, width: int, latent_frames: int = 1, temporal: bool = False
 ) -> Cost:
-    """AutoencoderKL decoder (and, with ``temporal``, CogVideoX's 3D variant: 3x3x3
-    convolutions over the latent frames, approximated as 3x the 2D work per frame)."""
+    """AutoencoderKL decoder (and, with ``temporal``, CogVideoX's 3D variant: causal 3x3x3
+    convolutions in its resnets, approximated as 3x the 2D work per frame, and 2D upsampling
+    convolutions per frame). The 3D decoder also upsamples time: its first
+    log2(``temporal_compression_ratio``) up blocks double the frames after their resnets
+    (odd counts keep the first: 13 latent frames -> 25 -> 49, diffusers
+    CogVideoXUpsample3D with ``compress_time``), so the full-resolution blocks, most of
+    the work, run over every output frame."""
     ch = list(c["block_out_channels"])
     f = 2 ** (len(ch) - 1)  # the decoder upsamples the latent by this factor
     h, w = height // f, width // f
     if h * f != height or w * f != width:
         raise EstimatorError(f"resolution {width}x{height} is not a multiple of {f}")
     depth = 3 if temporal else 1
+    frames = max(latent_frames, 1)
+    # up blocks that double time (CogVideoX: log2 of the temporal compression)
+    time_ups = int(math.log2(c.get("temporal_compression_ratio", 4))) if temporal else 0
     top = ch[-1]
     cost = _conv(c["latent_channels"], top, h, w, depth=depth)
     cost = cost + _resnet(top, top, h, w, depth=depth) + _resnet(top, top, h, w, depth=depth)
     if c.get("mid_block_add_attention", True) and not temporal:
         cost = cost + _spatial_attention(top, h, w)
+    cost = _times(cost, frames)
     cin = top
     for i, cout in enumerate(reversed(ch)):
+        block = Cost()
         for _ in range(c.get("layers_per_block", 2) + 1):
-            cost = cost + _resnet(cin, cout, h, w, depth=depth)
+            block = block + _resnet(cin, cout, h, w, depth=depth)
             cin = cout
+        cost = cost + _times(block, frames)
         if i < len(ch) - 1:
             h, w = h * 2, w * 2
-            cost = cost + _conv(cout, cout, h, w, depth=depth)
-    cost = cost + _conv(cin, c.get("out_channels", 3), h, w, depth=depth)
+            if i < time_ups and frames > 1:
+                frames = 1 + 2 * (frames - 1)
+            cost = cost + _times(_conv(cout, cout, h, w), frames)
+    cost = cost + _times(_conv(cin, c.get("out_channels", 3), h, w, depth=depth), frames)
     cost.params += 2 * cin
-    if latent_frames > 1:
-        cost.flops *= latent_frames
-        cost.attn_flops *= latent_frames
-        cost.act_bytes *= latent_frames
     return cost
+
+
+def _times(cost: Cost, frames: int) -> Cost:
+    """A per-frame cost over ``frames`` frames (the weights once)."""
+    if frames == 1:
+        return cost
+    return Cost(
+        cost.params,
+        cost.flops * frames,
+        cost.attn_flops * frames,
+        cost.act_bytes * frames,
+        cost.layers,
+        cost.tp_tokens * frames,
+        cost.hidden,
+    )
 
 
 def unet(c: dict[str, Any], h: int, w: int, text_tokens: int) -> Cost:
