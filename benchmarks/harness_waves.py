@@ -1,6 +1,8 @@
 """How a synchronised benchmark harness behaves: published closed-loop TTFTs (fixed lengths,
 no think time, every client started together) beside the waves formula `planner validate`
-scores them with (`estimator.harness.waves_point`, through `calibration.scoring`) and the
+scores them with (`estimator.harness.waves_point`, through `calibration.scoring`), the
+spread-arrivals load model the planner sizes people with (`arrivals="spread"`), where the
+measurement sits between the two (0: spread, 1: waves, on a log scale), and the
 iteration-level simulator started the same way (`estimator.simulate.simulate(start=
 "together")`, the first two waves left out), on the very steps validate builds for each row.
 Not a speed benchmark: evidence for the harness model, run by hand.
@@ -34,8 +36,8 @@ def main(source: str = "docs.nvidia.com/nim", most: int = 100) -> None:
     ]
     cases = [c for c in cases if 1 < c.clients <= most and c.replicas == 1]
     params = current_params(sorted({c.family for c in cases}))
-    head = ("model", "in/out", "clients", "measured", "waves", "simulator")
-    print("{:28} {:>11} {:>7} {:>9} {:>9} {:>9}  (ms)".format(*head))
+    head = ("model", "in/out", "clients", "measured", "waves", "spread", "position", "simulator")
+    print("{:28} {:>11} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9}  (ms)".format(*head))
     err_w, err_s = [], []
     for c in cases:
         eff = efficiency_of(params, c.family, c.ev.engine.name, c.precision, c.server)
@@ -44,12 +46,15 @@ def main(source: str = "docs.nvidia.com/nim", most: int = 100) -> None:
         n = int(c.clients)
         sim = simulate(st, n, 0.0, requests=4 * n, warmup=2 * n, start="together")
         waves = serving_metric(replace(c, arrivals="waves"), params)  # as the formula reads it
+        spread = serving_metric(replace(c, arrivals="spread"), params)
+        # where the measurement sits, in log terms: 0 at spread arrivals, 1 at the waves
+        pos = np.log(c.measured / spread) / np.log(waves / spread) if waves > spread else np.nan
         err_w.append(abs(waves / c.measured - 1))
         err_s.append(abs(sim.ttft_mean_s * 1e3 / c.measured - 1))
         name = c.row["model"].split("/")[-1][:28]
         print(
             f"{name:28} {c.isl:>5}/{c.osl:<5} {n:>7} {c.measured:>9.0f} {waves:>9.0f} "
-            f"{sim.ttft_mean_s * 1e3:>9.0f}"
+            f"{spread:>9.0f} {pos:>8.2f} {sim.ttft_mean_s * 1e3:>9.0f}"
         )
     if not cases:
         print("no closed-loop TTFT rows match")
