@@ -151,6 +151,8 @@ def _unit_row(u, n: int) -> dict:
         row.update(cloud=u.cloud, name=u.name.split(":", 1)[1], usd_per_hour=u.usd_per_hour)
     else:
         row.update(name=u.name, label=u.label, rack_units=u.rack_units)
+    if u.price_usd:
+        row["usd_each"] = u.price_usd
     row["usd_per_year"] = u.per_year * n
     return row
 

@@ -53,6 +53,9 @@ class Unit:
     cloud: str | None = None
     usd_per_hour: float | None = None
     note: str = ""
+    # what one costs to buy as quoted (a server: its GPUs and host; the scale-out network is
+    # its own cost line); None on rental
+    price_usd: float | None = None
 
     def cost(self, years: float) -> int:
         """Whole USD over the horizon (the optimiser's integer objective)."""
@@ -110,6 +113,7 @@ def server_unit(server: ServerPreset, gpu: Accelerator, cost: Cost) -> Unit | No
         parts,
         note=f"{server.label}: {server.gpus}x {gpu.name}, host ${server.host_usd:,.0f}, "
         f"{server.power_w / 1000:.1f} kW, {server.rack_units}U",
+        price_usd=gpus_usd + server.host_usd,
     )
 
 
@@ -180,4 +184,5 @@ def gpu_unit(gpu: Accelerator, cost: Cost) -> Unit | None:
         note=f"capex ${gpu.price_usd:,.0f} at {cost.cost_of_capital:.0%} over "
         f"{cost.years:g} y + energy {kw_it * cost.pue:.2f} kW at "
         f"${cost.electricity_usd_per_kwh:g}/kWh",
+        price_usd=gpu.price_usd,
     )

@@ -321,6 +321,7 @@ def _server(u: dict) -> dict:
         "server": u["name"],
         "count": u["count"],
         "gpus_per_server": u["gpus_per_unit"],
+        "usd_each": u.get("usd_each"),
         "usd_per_year": u["usd_per_year"],
     }
 

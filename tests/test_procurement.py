@@ -173,6 +173,23 @@ def test_purchase_plan_is_whole_servers_and_breakdown_sums(tmp_path):
     assert {"gpus", "hosts", "networking", "capital", "energy"} <= set(p.cost_breakdown_usd)
 
 
+def test_an_order_prices_each_server_as_quoted(tmp_path):
+    """A bought server's price is its GPUs at their preset price plus its host (the network is
+    its own cost line), in the JSON and on the order table."""
+    from estimator import get_gpu
+    from planner.procurement import servers_for
+    from planner.render.plans import result_table
+
+    res = plan_scenario(load_scenario(_scenario(tmp_path)))
+    for s in res.to_dict()["servers"]:
+        gpu = get_gpu(s["gpu"])
+        server = next(x for x in servers_for(gpu) if x.name == s["server"])
+        want = gpu.price_usd * s["gpus_per_server"] + server.host_usd
+        assert s["usd_each"] == pytest.approx(want)
+    table = result_table(res, top=3)
+    assert f"${want:,.0f} each" in table
+
+
 def test_rental_plan_is_instances(tmp_path):
     res = plan_scenario(load_scenario(_scenario(tmp_path, **{"cost.basis": "rental"})))
     d = res.to_dict()

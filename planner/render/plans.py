@@ -109,7 +109,10 @@ def _order_rows(p: Plan) -> list[list]:
     for tag, items in (("", p.units), ("spare: ", p.spares)):
         for u in items:
             what = u.get("label") or f"{u['cloud']} {u['name']}"
-            price = f"${u['usd_per_hour']:,.2f}/h" if u.get("usd_per_hour") else "-"
+            if u.get("usd_each"):  # bought: the unit's price as quoted
+                price = f"{_money(u['usd_each'])} each"
+            else:
+                price = f"${u['usd_per_hour']:,.2f}/h" if u.get("usd_per_hour") else "-"
             rows.append(
                 [
                     tag + what,
