@@ -161,6 +161,23 @@ def test_a_dispatch_reaches_each_rank_once():
     assert ranks_reached(8, 8, 4) == pytest.approx(4.0)  # every expert: every rank
 
 
+def test_expert_parallelism_moves_tokens_only_under_attention_dp():
+    """EP beside tensor-parallel attention: every rank holds every token, so its collectives
+    are the tensor-parallel all-reduces (vLLM dispatches only when data-parallel); under
+    attention-DP each MoE layer dispatches and combines by all-to-all instead of the MLP's
+    gather and scatter."""
+    m, h200 = get_model("deepseek-v3"), get_gpu("h200")
+    ev = {
+        (ep, adp): Evaluator(m, h200, Parallel(tp=8, ep=ep, attention_dp=adp), weights="fp8")
+        for ep in (1, 8)
+        for adp in (False, True)
+    }
+    for b in (1, 64):
+        comm = {k: float(e.decode_step(b, 2048).comm) for k, e in ev.items()}
+        assert comm[(8, False)] == pytest.approx(comm[(1, False)], rel=1e-12)
+        assert comm[(8, True)] != pytest.approx(comm[(1, True)], rel=1e-3)
+
+
 def test_moe_decode_cheaper_than_dense_of_same_size_at_batch_1(h100):
     moe = get_model("qwen3-30b-a3b")
     dense = get_model("qwen3-32b")
