@@ -250,18 +250,12 @@ class Evaluator:
     # ---- time -------------------------------------------------------------------------
     def _comm(self, tokens, share: float = 1.0):
         """Interconnect seconds for one stage's pass over ``tokens`` tokens: per layer, the
-        attention's all-reduce and the MLP's; plus the send to the next pipeline stage.
-        Under attention-DP each rank attends over its own sequences: no collective for
-        attention; the MLP gathers the tokens and scatters its results (all-gather +
-        reduce-scatter, one all-reduce's bytes), or, its experts spread by EP, dispatches
-        each token to the ranks holding its experts and combines them back (two
-        all-to-alls). EP beside tensor-parallel attention moves no tokens: every rank holds
-        every token already, runs its own experts and the MLP's all-reduce sums their
-        outputs, as tensor-parallel experts do (vLLM FusedMoE dispatches and combines only
-        when data-parallel, ``do_naive_dispatch_combine = dp_size > 1``; SGLang only with a
-        ``--moe-a2a-backend``; TensorRT-LLM only with attention-DP; leave-one-source-out
-        13.97 -> 13.81%, InferenceX's 192 rows 15.5 -> 13.5%). ``share``: the
-        stage's layers over a balanced stage's (L/pp)."""
+        attention's all-reduce and the MLP's, plus the send to the next pipeline stage. Under
+        attention-DP no collective for attention; the MLP gathers and scatters the tokens
+        (one all-reduce's bytes), or under EP dispatches them to their experts' ranks and
+        combines them back (two all-to-alls). EP beside tensor-parallel attention moves no
+        tokens (every rank holds them all; the MLP's all-reduce sums the experts' outputs:
+        vLLM dispatches only when data-parallel). ``share``: this stage's layers / (L/pp)."""
         m, mc = self.model, self.machine
         layers = m.num_layers / self.pp * share
         ar = mc.tp_comm(tokens, m.hidden_size, layers, per_layer=1)
