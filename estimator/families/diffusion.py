@@ -16,7 +16,15 @@ from ..hardware import Accelerator
 from ..parallel import Parallel
 from ..roofline import Machine
 from .base import FamilyEstimate, FamilyOptions, memory, result
-from .diffusion_parts import Cost, component_time, dit_denoiser, text_encoder, unet, vae_decoder
+from .diffusion_parts import (
+    Cost,
+    component_time,
+    dit_denoiser,
+    latent_frame_count,
+    text_encoder,
+    unet,
+    vae_decoder,
+)
 from .registry import Family, FamilyPreset, register
 
 DEFAULT_DIFFUSION_ENGINE = next(iter(DIFFUSION_ENGINES))  # the table's first
@@ -133,7 +141,8 @@ class DiffusionModel:
         odd count's extra frame, AutoencoderKLCogVideoX._decode)."""
         comp = self.components["vae"]
         temporal = "CogVideoX" in comp["class"]
-        lat = (frames - 1) // 4 + 1 if temporal else 1
+        ratio = comp["config"].get("temporal_compression_ratio", 4)
+        lat = latent_frame_count(frames, ratio) if temporal else 1
         if peak and lat > 2:
             lat = 2 + lat % 2
         return vae_decoder(comp["config"], height, width, lat, temporal)

@@ -46,6 +46,26 @@ class Cost:
             max(self.hidden, o.hidden),
         )
 
+    def times(self, frames: int) -> Cost:
+        """A per-frame cost over ``frames`` frames (the weights once)."""
+        if frames == 1:
+            return self
+        return Cost(
+            self.params,
+            self.flops * frames,
+            self.attn_flops * frames,
+            self.act_bytes * frames,
+            self.layers,
+            self.tp_tokens * frames,
+            self.hidden,
+        )
+
+
+def latent_frame_count(frames: int, temporal_compression: int) -> int:
+    """The latent frames a causal video VAE encodes ``frames`` into: the first alone, then
+    one per ``temporal_compression`` (CogVideoX: 49 -> 13 at 4)."""
+    return (frames - 1) // temporal_compression + 1
+
 
 def _stack_cost(
     s: Stack,
@@ -160,37 +180,22 @@ def vae_decoder(
     cost = cost + _resnet(top, top, h, w, depth=depth) + _resnet(top, top, h, w, depth=depth)
     if c.get("mid_block_add_attention", True) and not temporal:
         cost = cost + _spatial_attention(top, h, w)
-    cost = _times(cost, frames)
+    cost = cost.times(frames)
     cin = top
     for i, cout in enumerate(reversed(ch)):
         block = Cost()
         for _ in range(c.get("layers_per_block", 2) + 1):
             block = block + _resnet(cin, cout, h, w, depth=depth)
             cin = cout
-        cost = cost + _times(block, frames)
+        cost = cost + block.times(frames)
         if i < len(ch) - 1:
             h, w = h * 2, w * 2
             if i < time_ups and frames > 1:
                 frames = 1 + 2 * (frames - 1)
-            cost = cost + _times(_conv(cout, cout, h, w), frames)
-    cost = cost + _times(_conv(cin, c.get("out_channels", 3), h, w, depth=depth), frames)
+            cost = cost + _conv(cout, cout, h, w).times(frames)
+    cost = cost + _conv(cin, c.get("out_channels", 3), h, w, depth=depth).times(frames)
     cost.params += 2 * cin
     return cost
-
-
-def _times(cost: Cost, frames: int) -> Cost:
-    """A per-frame cost over ``frames`` frames (the weights once)."""
-    if frames == 1:
-        return cost
-    return Cost(
-        cost.params,
-        cost.flops * frames,
-        cost.attn_flops * frames,
-        cost.act_bytes * frames,
-        cost.layers,
-        cost.tp_tokens * frames,
-        cost.hidden,
-    )
 
 
 def unet(c: dict[str, Any], h: int, w: int, text_tokens: int) -> Cost:
@@ -274,7 +279,7 @@ def dit_denoiser(
     p = c.get("patch_size", 1) or 1
     lat_frames = 1
     if cls.startswith("CogVideoX"):
-        lat_frames = (frames - 1) // c.get("temporal_compression_ratio", 4) + 1
+        lat_frames = latent_frame_count(frames, c.get("temporal_compression_ratio", 4))
     n_img = lat_frames * (h // p) * (w // p)
     in_ch = c["in_channels"]
     embed = in_ch * p * p * d + d + 256 * d + d + d * d + d  # patchify + timestep MLP
