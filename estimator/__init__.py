@@ -43,7 +43,7 @@ _WHERE = {
     "Workload": ".llm",
     "estimate_replica": ".llm",
     "expert_touch": ".routing",
-    "parallel_for": ".llm",
+    "parallel_for": ".parallel",
     "ServingOptions": ".steps",
     "Speculative": ".steps",
     "LanguageModel": ".model",
@@ -76,9 +76,9 @@ if TYPE_CHECKING:  # for type checkers and editors: the names as if imported eag
     from .errors import AmbiguousNameError, EstimatorError, SplitError, UnknownNameError
     from .families import FamilyEstimate, FamilyOptions, family_catalog, get_family_model
     from .hardware import Accelerator
-    from .llm import Estimate, Evaluator, Workload, estimate_replica, parallel_for
+    from .llm import Estimate, Evaluator, Workload, estimate_replica
     from .model import LanguageModel
-    from .parallel import Parallel, check_split
+    from .parallel import Parallel, check_split, parallel_for
     from .resolve import all_model_names, get_any_model, get_model
     from .routing import expert_touch
     from .steps import ServingOptions, Speculative

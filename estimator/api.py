@@ -21,9 +21,9 @@ from .engines import Engine
 from .errors import EstimatorError
 from .families import FamilyEstimate, FamilyOptions, family_of
 from .hardware import Accelerator
-from .llm import Estimate, Evaluator, Workload, estimate_replica, parallel_for
+from .llm import Estimate, Evaluator, Workload, estimate_replica
 from .load import parse_disaggregation
-from .parallel import Parallel
+from .parallel import Parallel, parallel_for
 from .resolve import get_any_model, weights_for
 from .steps import ServingOptions, prepare_steps
 

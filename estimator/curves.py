@@ -18,7 +18,7 @@ from .engines import Engine
 from .errors import EstimatorError
 from .harness import waves_point
 from .labels import Labelled
-from .llm import Evaluator, parallel_for
+from .llm import Evaluator
 from .load import (
     LoadPoint,
     knee,
@@ -27,6 +27,7 @@ from .load import (
     parse_disaggregation,
     saturation_rate,
 )
+from .parallel import parallel_for
 from .resolve import get_model, weights_for
 from .steps import ServingOptions, Steps, prepare_steps
 

@@ -20,7 +20,6 @@ from .efficiency import Efficiency, calibration_note, efficiency_key
 from .engine_limits import engine_cap_refusal, max_model_len_refusal
 from .engines import Engine, attention_precision, kv_budget_bytes, runtime_overhead_bytes
 from .engines import engine as get_engine
-from .errors import EstimatorError
 from .formats import kv_format, weight_format
 from .hardware import Accelerator
 from .memory_box import MemoryBox
@@ -478,23 +477,3 @@ def estimate_replica(
         kv_cache_tokens=ev.kv_cache_tokens,
         bands=bands_for(gpu, ttft, tpot, replica_out, ev.model),
     )
-
-
-def parallel_for(
-    gpus: int,
-    tp: int | None = None,
-    pp: int | None = None,
-    ep: int | None = None,
-    attention_dp: bool = False,
-) -> Parallel:
-    """Fill in a split from a GPU count: unspecified TP takes what PP leaves; the rest are
-    data-parallel replicas."""
-    pp = pp or 1
-    if tp is None:
-        if gpus % pp:
-            raise EstimatorError(f"--gpus {gpus} is not a multiple of PP={pp}")
-        tp = gpus // pp
-    per = tp * pp
-    if gpus % per:
-        raise EstimatorError(f"--gpus {gpus} is not a multiple of TP×PP = {tp}×{pp} = {per}")
-    return Parallel(tp=tp, pp=pp, ep=ep or 1, attention_dp=attention_dp, replicas=gpus // per)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import SplitError
+from .errors import EstimatorError, SplitError
 from .model import LanguageModel
 
 
@@ -134,3 +134,23 @@ def check_block_quant(model: LanguageModel, par: Parallel) -> None:
                     else "use a smaller TP)"
                 )  # fmt: skip
             )
+
+
+def parallel_for(
+    gpus: int,
+    tp: int | None = None,
+    pp: int | None = None,
+    ep: int | None = None,
+    attention_dp: bool = False,
+) -> Parallel:
+    """Fill in a split from a GPU count: unspecified TP takes what PP leaves; the rest are
+    data-parallel replicas."""
+    pp = pp or 1
+    if tp is None:
+        if gpus % pp:
+            raise EstimatorError(f"--gpus {gpus} is not a multiple of PP={pp}")
+        tp = gpus // pp
+    per = tp * pp
+    if gpus % per:
+        raise EstimatorError(f"--gpus {gpus} is not a multiple of TP×PP = {tp}×{pp} = {per}")
+    return Parallel(tp=tp, pp=pp, ep=ep or 1, attention_dp=attention_dp, replicas=gpus // per)

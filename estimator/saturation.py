@@ -21,7 +21,8 @@ from .efficiency import Efficiency
 from .engines import Engine
 from .errors import EstimatorError
 from .labels import Labelled
-from .llm import Evaluator, parallel_for
+from .llm import Evaluator
+from .parallel import parallel_for
 from .resolve import get_model, weights_for
 
 DEFAULT_THRESHOLD = 0.1  # another sequence adds < 10% of a lone sequence's speed
