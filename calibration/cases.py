@@ -15,7 +15,10 @@ import numpy as np
 
 from estimator import EstimatorError, Evaluator, Parallel, get_gpu, get_model
 from estimator.efficiency import Efficiency, efficiency_key
+from estimator.engines import configure
 from estimator.harness import trtllm_bench_batch
+
+from .knobs import published_knobs
 
 COLUMNS = [
     "source",
@@ -360,6 +363,11 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         assumptions.append("attention data-parallel (enable_attention_dp)")
     fw = row.get("framework", "").lower()
     engine = engine_of(fw)
+    knobs = published_knobs(notes, engine)  # scored under the configuration it ran
+    if knobs:
+        assumptions.append(
+            "engine set as published: " + ", ".join(f"{k} {v}" for k, v in knobs.items())
+        )
     isl, osl = _int(row.get("isl")), _int(row.get("osl"))
     if not isl or not osl:
         return Skipped(idx, row, "variable-length dataset: input length not published")
@@ -371,7 +379,7 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         replicas=n // (tp * pp),
     )
     try:
-        ev = Evaluator(model, gpu, par, weights, kv, engine, UNIT)
+        ev = Evaluator(model, gpu, par, weights, kv, configure(engine, **knobs), UNIT)
     except EstimatorError as e:
         return Skipped(idx, row, f"split rejected: {e}")
     ev1 = ev.with_efficiency(

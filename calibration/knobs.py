@@ -1,0 +1,43 @@
+"""The engine knobs a published run states it set, read from its row's notes, so the row is
+scored under the configuration it ran (the estimator's own knobs,
+:func:`estimator.engines.configure`): memory fraction, sequence cap, tokens per iteration.
+
+Each engine's own spelling (its server's command-line flags, or the LLM API's field names
+TensorRT-LLM runs take in an options file); a range or a value the notes only quote as
+someone else's is not a setting, so only ``flag value`` and ``flag=value`` pairs count."""
+
+from __future__ import annotations
+
+import re
+
+# engine -> {its spelling: the estimator's knob}
+_FLAGS: dict[str, dict[str, str]] = {
+    "vllm": {
+        "--gpu-memory-utilization": "gpu_memory_utilization",
+        "--max-num-seqs": "max_num_seqs",
+        "--max-num-batched-tokens": "max_num_batched_tokens",
+    },
+    "sglang": {
+        "--mem-fraction-static": "gpu_memory_utilization",
+        "--max-running-requests": "max_num_seqs",
+        "--chunked-prefill-size": "max_num_batched_tokens",
+        "--max-prefill-tokens": "max_num_batched_tokens",
+    },
+    "trtllm": {
+        "--kv_cache_free_gpu_mem_fraction": "gpu_memory_utilization",
+        "free_gpu_memory_fraction": "gpu_memory_utilization",
+        "--max_batch_size": "max_num_seqs",
+        "--max_num_tokens": "max_num_batched_tokens",
+    },
+}
+_NUMBER = r"[ =:]\s*([0-9]+(?:\.[0-9]+)?)(?![0-9.]*\s*-\s*[0-9])"
+
+
+def published_knobs(notes: str, engine: str) -> dict[str, float]:
+    """The knobs ``notes`` state for ``engine`` (the last value where a flag repeats)."""
+    out: dict[str, float] = {}
+    for flag, knob in (_FLAGS.get(engine) or {}).items():
+        for m in re.finditer(re.escape(flag) + _NUMBER, notes):
+            value = float(m[1])
+            out[knob] = value if knob == "gpu_memory_utilization" else int(value)
+    return out
