@@ -310,6 +310,8 @@ def test_estimate_under_load_and_serving_options():
     assert "rows of harnesses" in waves["basis"]
     text = run(*BASE, "--batch", "8").output
     assert "s p90 (p10-p90 " in text and "tok/s per user (p10-p90 " in text
+    # the band's median beside it, the estimate times its regime's median measured/predicted
+    assert f"median {b['per_user_tokens_per_s']['p50']:.3g})" in text
     spec = json.loads(
         run(
             *BASE,

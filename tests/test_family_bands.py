@@ -97,7 +97,9 @@ def test_the_cli_shows_the_family_band():
     r = CliRunner().invoke(main, ["estimate", "--model", "flux1-dev", "--gpu", "h100-sxm"])
     assert r.exit_code == 0, r.output
     line = next(x for x in r.output.splitlines() if x.startswith("images_per_s"))
-    assert len(line.split()) == 3  # name, estimate, p10-p90
+    name, estimate, band, median = line.split(maxsplit=3)  # name, estimate, p10-p90 (median)
+    lo, hi = (float(x) for x in band.split("-"))
+    assert lo < float(median.strip("(median )")) < hi
     assert "p10-p90: quantiles of measured/predicted time" in r.output
     j = json.loads(
         CliRunner()

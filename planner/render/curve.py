@@ -7,6 +7,8 @@ from tabulate import tabulate
 
 from estimator import BatchCurve, CurveResult, Parallel
 
+from .bands import band_cell
+
 
 def curve_text(c: CurveResult) -> str:
     p, pct = c.parallel, c.targets["percentile"]
@@ -64,9 +66,9 @@ def _band_line(b: dict, pct: float) -> str:
     t, u = b.get("ttft_s"), b.get("per_user_tokens_per_s")
     parts = []
     if t:
-        parts.append(f"TTFT p{pct:g} {t['p10']:.3g}-{t['p90']:.3g} s")
+        parts.append(f"TTFT p{pct:g} {band_cell(t, lambda x: f'{x:.3g}', unit='s')}")
     if u:
-        parts.append(f"{u['p10']:.1f}-{u['p90']:.1f} tok/s per user")
+        parts.append(band_cell(u, lambda x: f"{x:.1f}", unit="tok/s per user"))
     return "  p10-p90 (cross-validated): " + ", ".join(parts)
 
 

@@ -7,6 +7,7 @@ from tabulate import tabulate
 
 from estimator import FamilyEstimate, ServingEstimate
 
+from .bands import band_cell
 from .pictures import pictures
 
 
@@ -29,10 +30,10 @@ def estimate_text(e: ServingEstimate | FamilyEstimate) -> str:
 
 
 def _band(band: dict | None, unit: str) -> str:
-    """' (p10-p90 a-b unit)' of a band, '' without one."""
+    """' (p10-p90 a-b unit, median c)' of a band, '' without one."""
     if not band:
         return ""
-    return f" (p10-p90 {band['p10']:.3g}-{band['p90']:.3g} {unit})"
+    return f" (p10-p90 {band['p10']:.3g}-{band['p90']:.3g} {unit}, median {band['p50']:.3g})"
 
 
 def _fits(e: ServingEstimate) -> str:
@@ -68,13 +69,12 @@ def _family_table(e: FamilyEstimate) -> str:
     ]
     rows += [[k, f"{v:.4g}" if isinstance(v, float) else v] for k, v in e.metrics.items()]
     for r in rows:
-        b = e.bands.get(r[0])
-        r.append(f"{b['p10']:.4g}-{b['p90']:.4g}" if b else "")
+        r.append(band_cell(e.bands.get(r[0]), lambda x: f"{x:.4g}"))
     out = [
         f"{e.labels['model']} ({e.family}) on {p['tp'] * p['pp'] * p['replicas']} x "
         f"{e.labels['gpu']} (TP{p['tp']}), weights {e.weights_format}, math in "
         f"{e.compute_precision}",
-        tabulate(rows, headers=["", "estimate", "p10-p90"], tablefmt="simple"),
+        tabulate(rows, headers=["", "estimate", "p10-p90 (median)"], tablefmt="simple"),
         f"memory per GPU: weights {m.weights:.2f} GB, KV {m.kv_cache:.2f} GB, "
         f"activations {m.activations:.2f} GB, overhead {m.overhead:.2f} GB, "
         f"total {m.total:.2f} of {m.capacity:.0f} GB",
@@ -156,8 +156,8 @@ def _llm_table(e: ServingEstimate, model_label: str, gpu_label: str) -> str:
         key = next((k for k in band if str(r[0]).startswith(k)), None)
         b = e.bands.get(band[key][0]) if key else None
         scale, unit = (band[key][1], band[key][2]) if key else (1, "")
-        r.append(f"{_num(b['p10'] * scale)}-{_num(b['p90'] * scale)} {unit}" if b else "")
-    table = tabulate(rows, headers=["", "estimate", "p10-p90"], tablefmt="simple")
+        r.append(band_cell(b, _num, scale, unit))
+    table = tabulate(rows, headers=["", "estimate", "p10-p90 (median)"], tablefmt="simple")
     out = [head, work, "", table, "", *pictures(e), step]
     if e.bands:
         out.append(f"p10-p90: {e.bands['basis']}")

@@ -7,6 +7,7 @@ from collections import Counter
 from tabulate import tabulate
 
 from ..results import Comparison, Plan, PlanResult, Sweep
+from .bands import band_cell
 
 
 def _money(x: float) -> str:
@@ -69,10 +70,12 @@ def _band_line(p: Plan) -> str | None:
         b = a.bands or {}
         if a.ttft_s is not None and b.get("ttft_s") and b.get("tokens_per_s"):
             t, v = b["ttft_s"], b["tokens_per_s"]
-            what = f"TTFT {t['p10']:.2f}-{t['p90']:.2f} s, {v['p10']:.1f}-{v['p90']:.1f} tok/s/user"
+            what = (
+                f"TTFT {band_cell(t, lambda x: f'{x:.2f}', unit='s')}, "
+                f"{band_cell(v, lambda x: f'{x:.1f}', unit='tok/s/user')}"
+            )
         elif a.pass_s is not None and b.get("s_per_batch"):
-            t = b["s_per_batch"]
-            what = f"pass {t['p10']:.3g}-{t['p90']:.3g} s"
+            what = f"pass {band_cell(b['s_per_batch'], lambda x: f'{x:.3g}', unit='s')}"
         else:
             continue
         where = (

@@ -21,8 +21,12 @@ function card(key, label, value, shown, band, cls = "") {
   const b = band ? `<div class="b">p10–p90 ${esc(band)}</div>` : "";
   return `<div class="card ${cls}" data-metric="${esc(key)}" data-value="${esc(raw)}"><div class="k">${esc(label)}</div><div class="v">${esc(shown)}</div>${b}</div>`;
 }
+// a band 'a–b unit (median c unit)': where the published runs of the estimate's regime ran
+// mostly slower (or faster) than estimated, the estimate itself lies outside its band
 function bandText(b, scale = 1, unit = "") {
-  return b && b.p10 !== undefined ? `${fmt(b.p10 * scale)}–${fmt(b.p90 * scale)}${unit}` : "";
+  if (!b || b.p10 === undefined) return "";
+  const mid = b.p50 !== undefined ? ` (median ${fmt(b.p50 * scale)}${unit})` : "";
+  return `${fmt(b.p10 * scale)}–${fmt(b.p90 * scale)}${unit}${mid}`;
 }
 
 function svgReset(svg) { svg.innerHTML = ""; return svg; }
