@@ -7,8 +7,15 @@ iteration-level simulator started the same way (`estimator.simulate.simulate(sta
 "together")`, the first two waves left out), on the very steps validate builds for each row.
 Not a speed benchmark: evidence for the harness model, run by hand.
 
-Run: python benchmarks/harness_waves.py [source substring] [max clients]
-     (default: the NIM sweeps, up to 100 clients; "" and 100000: every source and load)
+Run: python benchmarks/harness_waves.py [source substring] [max clients] [tokens per step]
+     (default: the NIM sweeps, up to 100 clients; "" and 100000: every source and load;
+     tokens per step: the simulator's prefill budget per iteration, default the engine's as
+     the row ran it). Neither NIM sweep publishes its budget: at 2048 the simulator puts the
+     Llama-3.3-70B TP2 sweep's TTFTs at 0.6-1.5x the measured below saturation (500/2000 at
+     25-100 clients: 199-210 ms against 148-230), while the Llama-3.1-8B sweep keeps rising
+     with clients past what any budget of 8192 or less gives (1000/1000: 268/415/615 ms
+     measured, 131-138 simulated at 8192): the budget decides whether a harness stays in
+     lockstep.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from estimator.simulate import simulate
 from estimator.steps import ServingOptions, prepare_steps
 
 
-def main(source: str = "docs.nvidia.com/nim", most: int = 100) -> None:
+def main(source: str = "docs.nvidia.com/nim", most: int = 100, chunk: int | None = None) -> None:
     rows = load_rows(sorted(shipped_dir().glob("llm_measured_*.csv")))
     cases = [c for i, r in enumerate(rows) if isinstance(c := prepare(i, r), Case)]
     cases = [
@@ -42,7 +49,7 @@ def main(source: str = "docs.nvidia.com/nim", most: int = 100) -> None:
     for c in cases:
         eff = efficiency_of(params, c.family, c.ev.engine.name, c.precision, c.server)
         ev = c.ev.with_efficiency(eff)
-        st = prepare_steps(ev, c.isl, c.osl, ServingOptions(arrivals="waves"))
+        st = prepare_steps(ev, c.isl, c.osl, ServingOptions(arrivals="waves", chunk_tokens=chunk))
         n = int(c.clients)
         sim = simulate(st, n, 0.0, requests=4 * n, warmup=2 * n, start="together")
         waves = serving_metric(replace(c, arrivals="waves"), params)  # as the formula reads it
@@ -71,4 +78,5 @@ if __name__ == "__main__":
     main(
         sys.argv[1] if len(sys.argv) > 1 else "docs.nvidia.com/nim",
         int(sys.argv[2]) if len(sys.argv) > 2 else 100,
+        int(sys.argv[3]) if len(sys.argv) > 3 else None,
     )
