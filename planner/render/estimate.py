@@ -30,10 +30,10 @@ def estimate_text(e: ServingEstimate | FamilyEstimate) -> str:
 
 
 def _band(band: dict | None, unit: str) -> str:
-    """' (p10-p90 a-b unit, median c)' of a band, '' without one."""
+    """' (p10-p90 a-b unit (median c))' of a band, '' without one."""
     if not band:
         return ""
-    return f" (p10-p90 {band['p10']:.3g}-{band['p90']:.3g} {unit}, median {band['p50']:.3g})"
+    return f" (p10-p90 {band_cell(band, lambda x: f'{x:.3g}', unit=unit)})"
 
 
 def _fits(e: ServingEstimate) -> str:
