@@ -31,6 +31,9 @@ class Published(BaseModel):
     model_config = ConfigDict(extra="forbid")
     total_params_b: float | None = None
     active_params_b: float | None = None
+    # the published total counts the multi-token-prediction layers the checkpoint ships
+    # (LanguageModel.mtp_params), which engines load only for speculative decoding
+    mtp_included: bool = False
     source: str = ""
 
 

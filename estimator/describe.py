@@ -36,7 +36,7 @@ def _llm_tags(m: LanguageModel) -> list[str]:
     tags = ["llm", "moe" if m.is_moe else "dense"]
     if m.uses_mla:
         tags.append("mla")
-    if m.num_mamba_layers:
+    if m.num_mamba_layers or m.num_linear_layers:
         tags.append("hybrid")
     if any(layer.window for layer in m.layers):
         tags.append("sliding-window")
@@ -165,6 +165,9 @@ def param_derivation(m: LanguageModel) -> list[str]:
 
     per("attention", c.attention, m.num_attention_layers, "attention layers")
     per("mamba", c.mamba, m.num_mamba_layers, "Mamba layers")
+    if m.linear is not None:
+        kind = m.linear.kind.replace("_", " ")
+        per("linear attention", c.linear, m.num_linear_layers, f"{kind} layers")
     n_dense = sum(1 for la in m.layers if la.mlp == "dense")
     per("dense MLP", c.dense_mlp, n_dense, "layers")
     if m.is_moe:
@@ -180,6 +183,11 @@ def param_derivation(m: LanguageModel) -> list[str]:
     if c.extra:
         lines.append(f"outside the language model: {c.extra:,} ({m.extra_params_note})")
     lines.append(f"total: {c.total:,} ({c.total / 1e9:.3f} B)")
+    if m.mtp_params:
+        lines.append(
+            f"not loaded: {m.mtp_layers} multi-token-prediction layer(s), {m.mtp_params:,} "
+            "(engines load them only to draft for speculative decoding)"
+        )
     if m.is_moe:
         lines.append(
             f"active per token: {m.active_params:,} (routed experts at "

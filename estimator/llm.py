@@ -189,13 +189,14 @@ class Evaluator:
         for layer, n in m.layer_counts.items():
             per = 4 * h  # residual add and norm: read and write the hidden state
             if layer.mixer == "attention":
-                q = a.num_heads * a.head_dim
+                q = a.num_heads * a.head_dim * (2 if a.output_gate else 1)  # gate rides with q
                 kvd = 0 if a.kind == "mla" else 2 * a.num_kv_heads * a.head_dim
                 per += 2 * h + 2 * (q + kvd) / tp + 2 * a.num_heads * a.v_dim / tp
             elif layer.mixer == "mamba":
                 per += 2 * h + 6 * m.mamba.d_inner / tp
             elif layer.mixer == "linear":  # q, k, v, gate written and read
-                per += 2 * h + 8 * m.linear.width / tp
+                la = m.linear
+                per += 2 * h + 4 * (la.key_width + la.width) / tp
             if layer.mlp == "dense":
                 per += 2 * h + 6 * m.dense_mlp.intermediate_size / tp
             elif layer.mlp == "moe":

@@ -32,6 +32,7 @@ class Attention(BaseModel):
     o_bias: bool = False
     qk_norm: bool = False
     sinks: bool = False  # gpt-oss learned attention sinks: one scalar per head
+    output_gate: bool = False  # Qwen3-Next/3.5: q_proj also yields a sigmoid gate on the output
     # MLA (DeepSeek-V2/V3): low-rank query and a compressed latent KV
     q_lora_rank: int | None = None
     kv_lora_rank: int | None = None
@@ -79,20 +80,50 @@ class Mamba(BaseModel):
 
 
 class LinearAttention(BaseModel):
-    """Linear (lightning) attention, MiniMax-Text-01/M1: q/k/v, an output gate and the output
-    projection over all heads, and a fixed per-head key-value state instead of a KV cache."""
+    """Linear attention: a fixed per-head key-value state instead of a KV cache.
+
+    ``lightning`` (MiniMax-Text-01/M1): q/k/v, an output gate and the output projection over
+    all heads. ``gated_delta`` (Gated DeltaNet: Qwen3-Next, Qwen3.5): fewer query/key heads
+    than value heads (``key_heads`` x ``key_head_dim``), a causal depthwise conv over q, k and
+    v (``conv_kernel``), per-head decay and write gates (beta, alpha), a gated output norm."""
 
     model_config = ConfigDict(extra="forbid")
-    num_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
+    kind: Literal["lightning", "gated_delta"] = "lightning"
+    num_heads: int = Field(gt=0)  # value heads (lightning: all heads)
+    head_dim: int = Field(gt=0)  # value head dim
+    key_heads: int | None = Field(default=None, gt=0)  # query/key heads (default: num_heads)
+    key_head_dim: int | None = Field(default=None, gt=0)
+    conv_kernel: int = Field(default=0, ge=0)  # depthwise causal conv width (0: none)
     output_gate: bool = True
     # The running k^T v state is accumulated in fp32 by the lightning-attention kernels
-    # (a 16-bit running sum loses precision over long contexts).
+    # (a 16-bit running sum loses precision over long contexts); Qwen3.5 declares it
+    # (mamba_ssm_dtype float32), which vLLM and SGLang adopt for their state cache.
     state_bytes: float = 4.0
+    conv_state_bytes: float = 2.0  # the conv window is held in the model dtype
 
     @property
     def width(self) -> int:
+        """Value width: what the output projection reads."""
         return self.num_heads * self.head_dim
+
+    @property
+    def key_width(self) -> int:
+        return (self.key_heads or self.num_heads) * (self.key_head_dim or self.head_dim)
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the causal conv (q, k and v), 0 without one."""
+        return 2 * self.key_width + self.width if self.conv_kernel else 0
+
+    @property
+    def state_values(self) -> int:
+        """Recurrent state per layer per sequence: one key x value matrix per value head."""
+        return self.num_heads * (self.key_head_dim or self.head_dim) * self.head_dim
+
+    @property
+    def state_bytes_per_layer(self) -> float:
+        conv = self.conv_dim * max(self.conv_kernel - 1, 0) * self.conv_state_bytes
+        return self.state_values * self.state_bytes + conv
 
 
 class Layer(BaseModel):
@@ -155,6 +186,7 @@ class LanguageModel(BaseModel):
     # block-wise FP8 checkpoints (DeepSeek-V3, Kimi-K2): [block_n, block_k] of the scales
     weight_block: list[int] | None = None
     extra_params_note: str = ""
+    mtp_layers: int = 0  # multi-token-prediction layers the checkpoint ships (see mtp_params)
 
     # ---- structure ------------------------------------------------------------------
     @cached_property
@@ -219,10 +251,27 @@ class LanguageModel(BaseModel):
             )
         if self.num_linear_layers:
             parts.append(
-                f"hybrid: {self.num_linear_layers} linear (lightning) + "
+                f"hybrid: {self.num_linear_layers} linear "
+                f"({self.linear.kind.replace('_', ' ')}) + "
                 f"{self.num_attention_layers} attention layers"
             )
         return ", ".join(parts)
+
+    @cached_property
+    def mtp_params(self) -> int:
+        """Parameters of the checkpoint's multi-token-prediction layers (Qwen3-Next/3.5):
+        each a full-attention decoder layer with the model's MLP, behind a projection that
+        fuses the hidden state with the next token's embedding (and their two norms, and a
+        final one). Engines load them only to draft for speculative decoding, so they are
+        not in ``total_params``; a published checkpoint total may count them."""
+        if not self.mtp_layers:
+            return 0
+        h = self.hidden_size
+        if self.is_moe:
+            mlp = self.moe.num_experts * self._expert_params() + self._moe_always_on_params()
+        else:
+            mlp = self._dense_mlp_params()
+        return self.mtp_layers * (self._attention_params() + mlp + 2 * h) + 2 * h * h + 3 * h
 
     # ---- per-layer parameter counts -------------------------------------------------
     def _attention_params(self) -> int:
@@ -246,6 +295,8 @@ class LanguageModel(BaseModel):
             n += 2 * a.head_dim
         if a.sinks:
             n += a.num_heads
+        if a.output_gate:
+            n += h * q_dim
         return n
 
     def _mamba_params(self) -> int:
@@ -272,8 +323,15 @@ class LanguageModel(BaseModel):
 
     def _linear_params(self) -> int:
         la, h = self.linear, self.hidden_size
-        d = la.width
-        return 3 * h * d + (h * d if la.output_gate else 0) + d * h + d  # qkv, gate, out, norm
+        n = 2 * h * la.key_width + h * la.width + la.width * h  # q, k, v, out
+        if la.output_gate:
+            n += h * la.width
+        if la.kind == "gated_delta":
+            n += 2 * h * la.num_heads + 2 * la.num_heads  # beta/alpha projections, A_log, dt_bias
+            n += la.conv_dim * la.conv_kernel + la.head_dim  # conv1d (no bias), norm per head
+        else:
+            n += la.width  # norm over all heads
+        return n
 
     def _dense_mlp_params(self) -> int:
         d, h = self.dense_mlp, self.hidden_size
@@ -403,7 +461,7 @@ class LanguageModel(BaseModel):
         linear = 0.0
         if self.num_linear_layers:
             la = self.linear
-            linear = self.num_linear_layers * la.width * la.head_dim * la.state_bytes
+            linear = self.num_linear_layers * la.state_bytes_per_layer
         if not self.num_mamba_layers:
             return linear
         m = self.mamba
@@ -453,10 +511,13 @@ class LanguageModel(BaseModel):
 
     def ssm_flops_per_token(self) -> float:
         """Recurrent-mixer FLOPs beyond the projections: the selective scan's state update and
-        readout (~6·D·N), and linear attention's k^T v update plus q·S readout (4·heads·d²)."""
+        readout (~6·D·N), and linear attention's k^T v update plus q·S readout (4 per state
+        value; the delta rule also reads S·k before it writes: 6)."""
         flops = 0.0
         if self.num_mamba_layers:
             flops += self.num_mamba_layers * 6.0 * self.mamba.d_inner * self.mamba.d_state
         if self.num_linear_layers:
-            flops += self.num_linear_layers * 4.0 * self.linear.width * self.linear.head_dim
+            la = self.linear
+            per_value = 6.0 if la.kind == "gated_delta" else 4.0
+            flops += self.num_linear_layers * per_value * la.state_values
         return flops

@@ -67,11 +67,14 @@ def check_split(model: LanguageModel, par: Parallel) -> None:
             raise SplitError(
                 f"TP={tp} does not divide the {heads} Mamba heads/channels of {model.name}"
             )
-    if model.linear is not None and tp > 1 and model.linear.num_heads % tp:
-        raise SplitError(
-            f"TP={tp} does not divide the {model.linear.num_heads} linear-attention heads of "
-            f"{model.name}"
-        )
+    if model.linear is not None and tp > 1:
+        la = model.linear
+        for heads, what in ((la.num_heads, "linear-attention"), (la.key_heads, "linear-key")):
+            if heads and heads % tp:
+                raise SplitError(
+                    f"TP={tp} does not divide the {heads} {what} heads of {model.name} "
+                    "(rule: TP divides the heads of every mixer)"
+                )
     if pp > model.num_layers:
         raise SplitError(
             f"PP={pp} exceeds the {model.num_layers} layers of {model.name} "

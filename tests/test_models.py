@@ -21,7 +21,8 @@ def test_derived_total_matches_published_within_2pct(name):
     preset = CAT.items[name]
     pub = preset.published.total_params_b
     assert pub, f"{name}: published total missing"
-    derived = preset.build().total_params / 1e9
+    m = preset.build()
+    derived = (m.total_params + (m.mtp_params if preset.published.mtp_included else 0)) / 1e9
     assert derived == pytest.approx(pub, rel=0.02)
 
 
@@ -39,6 +40,28 @@ def test_derived_active_matches_published(name):
         m.active_params - c.embed - (c.lm_head or 0),
     ]
     assert min(abs(x / pub - 1) for x in conventions) < 0.03
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_parameter_derivation_adds_up_to_the_total(name):
+    """`planner models show` prints the count as arithmetic: its parts sum to the total."""
+    from estimator.describe import param_derivation
+
+    lines = param_derivation(CAT.items[name].build())
+    total = next(
+        int(x.split(": ")[1].split(" ")[0].replace(",", ""))
+        for x in lines
+        if x.startswith("total:")
+    )
+    parts = [x for x in lines if not x.startswith(("total:", "active", "not loaded"))]
+    summed = sum(
+        int(x.rsplit("= ", 1)[1].replace(",", ""))
+        if "= " in x
+        else int(x.split(": ")[1].split(" ")[0].replace(",", ""))
+        for x in parts
+        if "tied" not in x
+    )
+    assert summed == total
 
 
 def test_llama3_70b_kv_bytes_per_token(llama70):

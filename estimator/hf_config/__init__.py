@@ -49,6 +49,7 @@ PARSERS: dict[str, Callable[[Cfg, str], LanguageModel]] = {
     "nemotron_h": hybrid.nemotron_h,
     "jamba": hybrid.jamba,
     **dict.fromkeys(("minimax", "MiniMaxText01", "minimax_m1"), hybrid.minimax),
+    **dict.fromkeys(("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"), hybrid.qwen_next),
 }
 
 # Older spellings of a model_type and of its keys, as transformers' config classes map them
@@ -80,8 +81,19 @@ _DEFAULTS: dict[str, Config] = {
     },
 }
 
-# Multimodal wrappers whose language model sits in ``text_config``.
-_WRAPPERS = {"llama4", "gemma3", "mistral3", "qwen2_5_vl", "llava", "llava_onevision"}
+# Multimodal wrappers whose language model sits in ``text_config``; those with a Qwen3-VL
+# vision tower (3-D patches, patch mergers) count it with ``qwen3_vl_vision_params``.
+_QWEN3_VL = {"qwen3_5", "qwen3_5_moe"}
+_WRAPPERS = {
+    "llama4",
+    "gemma3",
+    "mistral3",
+    "qwen2_5_vl",
+    "llava",
+    "llava_onevision",
+    "qwen3_5",
+    "qwen3_5_moe",
+}
 
 
 def vit_params(v: Config) -> int:
@@ -97,6 +109,30 @@ def vit_params(v: Config) -> int:
     return n * block + ch * p * p * d + d + patches * d + 2 * d
 
 
+def qwen3_vl_vision_params(v: Config) -> int:
+    """Parameters of a Qwen3-VL-style vision tower (Qwen3-VL, Qwen3.5): a 3-D patch embedding
+    over ``temporal_patch_size`` frames, learned positions, ViT blocks, a patch merger of
+    ``spatial_merge_size``² patches into the language model's width (``out_hidden_size``),
+    and one more merger per ``deepstack_visual_indexes`` entry (normalised after the merge)."""
+    d, inter, n = v.get("hidden_size"), v.get("intermediate_size"), v.get("depth")
+    out = v.get("out_hidden_size")
+    if not (d and inter and n and out):
+        return 0
+    p, t, ch = v.get("patch_size", 16), v.get("temporal_patch_size", 2), v.get("in_channels", 3)
+    merged = d * v.get("spatial_merge_size", 2) ** 2
+    block = 4 * d * d + 4 * d + 2 * d * inter + inter + d + 4 * d
+    fcs = merged * merged + merged + merged * out + out
+    deep = len(v.get("deepstack_visual_indexes") or [])
+    return (
+        ch * t * p * p * d
+        + d
+        + v.get("num_position_embeddings", 0) * d
+        + n * block
+        + (2 * d + fcs)
+        + deep * (2 * merged + fcs)
+    )
+
+
 def model_from_config(config: Config, name: str, display_name: str = "") -> LanguageModel:
     """Build a :class:`LanguageModel` from a config.json dict."""
     if not isinstance(config, dict):
@@ -107,12 +143,19 @@ def model_from_config(config: Config, name: str, display_name: str = "") -> Lang
     if mt in _WRAPPERS and isinstance(config.get("text_config"), dict):
         text = dict(config["text_config"])
         text.setdefault(
-            "model_type", {"llama4": "llama4_text", "gemma3": "gemma3_text"}.get(mt, mt)
+            "model_type",
+            {
+                "llama4": "llama4_text",
+                "gemma3": "gemma3_text",
+                "qwen3_5": "qwen3_5_text",
+                "qwen3_5_moe": "qwen3_5_moe_text",
+            }.get(mt, mt),
         )
         if "tie_word_embeddings" not in text and "tie_word_embeddings" in config:
             text["tie_word_embeddings"] = config["tie_word_embeddings"]
         if isinstance(config.get("vision_config"), dict):
-            extra = vit_params(config["vision_config"])
+            vision = qwen3_vl_vision_params if mt in _QWEN3_VL else vit_params
+            extra = vision(config["vision_config"])
             if extra:
                 note = (
                     f"vision encoder ~{extra / 1e9:.2f}B params from vision_config "

@@ -1,4 +1,4 @@
-"""Hybrid parsers: attention interleaved with state-space (Mamba) mixers."""
+"""Hybrid parsers: attention interleaved with state-space (Mamba) or linear-attention mixers."""
 
 from __future__ import annotations
 
@@ -100,3 +100,70 @@ def minimax(c: Cfg, name: str) -> LanguageModel:
     )
     linear = LinearAttention(num_heads=attn.num_heads, head_dim=attn.head_dim)
     return base(c, name, layers, attention=attn, moe=moe, linear=linear)
+
+
+def qwen_next(c: Cfg, name: str) -> LanguageModel:
+    """Qwen3-Next and Qwen3.5 (``qwen3_next``, ``qwen3_5_text``, ``qwen3_5_moe_text``): Gated
+    DeltaNet linear attention in three of every four layers (``layer_types``, else every
+    ``full_attention_interval``-th layer is full attention), gated GQA attention with q/k
+    norms in the rest; MoE with a gated shared expert where the config names experts, else
+    a dense SwiGLU MLP (Qwen3.5-9B/27B)."""
+    n = c.req("num_hidden_layers")
+    types = c.get("layer_types")
+    if types is not None:
+        if len(types) != n or set(types) - {"linear_attention", "full_attention"}:
+            raise EstimatorError(
+                f"{name}: layer_types must give 'linear_attention' or 'full_attention' for "
+                f"each of {n} layers"
+            )
+        full = [t == "full_attention" for t in types]
+    else:
+        every = c.get("full_attention_interval", 4)
+        full = [(i + 1) % every == 0 for i in range(n)]
+    experts = c.get("num_experts")
+    step = c.get("decoder_sparse_step", 1)
+    dense_only = set(c.get("mlp_only_layers") or [])
+    moe_layer = [bool(experts) and i not in dense_only and (i + 1) % step == 0 for i in range(n)]
+    layers = [
+        Layer(mixer="attention" if f else "linear", mlp="moe" if m else "dense")
+        for f, m in zip(full, moe_layer, strict=True)
+    ]
+    moe = None
+    if experts:
+        shared = c.get("shared_expert_intermediate_size", 0)
+        moe = Moe(
+            num_experts=experts,
+            top_k=c.req("num_experts_per_tok"),
+            expert_intermediate_size=c.req("moe_intermediate_size"),
+            shared_intermediate_size=shared,
+            shared_expert_gate=bool(shared),
+        )
+    dense = (
+        DenseMlp(intermediate_size=c.req("intermediate_size"))
+        if any(la.mlp == "dense" for la in layers)
+        else None
+    )
+    attn = gqa(c, qkv_bias=bool(c.get("attention_bias")), qk_norm=True)
+    attn = attn.model_copy(update={"output_gate": bool(c.get("attn_output_gate", True))})
+    # the state dtype the checkpoint declares (Qwen3.5: float32), which vLLM adopts as its
+    # mamba_ssm_cache_dtype; without one, vLLM's 'auto' holds it in the model dtype
+    ssm = c.get("mamba_ssm_dtype")
+    linear = LinearAttention(
+        kind="gated_delta",
+        num_heads=c.req("linear_num_value_heads"),
+        head_dim=c.req("linear_value_head_dim"),
+        key_heads=c.req("linear_num_key_heads"),
+        key_head_dim=c.req("linear_key_head_dim"),
+        conv_kernel=c.get("linear_conv_kernel_dim", 4),
+        state_bytes=4.0 if ssm in ("float32", "fp32") else 2.0,
+    )
+    return base(
+        c,
+        name,
+        layers,
+        attention=attn,
+        moe=moe,
+        dense_mlp=dense,
+        linear=linear,
+        mtp_layers=c.get("mtp_num_hidden_layers", 0),
+    )

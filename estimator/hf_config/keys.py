@@ -30,6 +30,12 @@ POSITIVE = {
     "qk_rope_head_dim": 10**5,
     "v_head_dim": 10**5,
     "max_position_embeddings": 10**9,
+    "linear_num_value_heads": 10**4,
+    "linear_num_key_heads": 10**4,
+    "linear_value_head_dim": 10**5,
+    "linear_key_head_dim": 10**5,
+    "linear_conv_kernel_dim": 64,
+    "full_attention_interval": 10**4,
 }
 # Sizes where 0 means "none" (Qwen3-Coder-480B: no shared expert).
 NON_NEGATIVE = {"shared_expert_intermediate_size": 10**7, "shared_intermediate_size": 10**7}

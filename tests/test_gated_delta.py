@@ -1,0 +1,101 @@
+"""Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5): parameter counts, recurrent state and split
+rules against hand-computed values from their public configs and published totals."""
+
+import pytest
+
+from estimator import EstimatorError, get_model
+from estimator.hf_config import model_from_config
+from estimator.parallel import Parallel, SplitError, check_split
+
+
+def test_qwen35_9b_counts_match_the_published_checkpoint_exactly():
+    """The Hugging Face API counts 9,653,104,368 parameters in Qwen/Qwen3.5-9B's safetensors
+    (language model, vision tower and the one-layer MTP head); a llama.cpp text-only build
+    reports 8.95B (no vision, no MTP)."""
+    m = get_model("qwen3.5-9b")
+    assert m.total_params + m.mtp_params == 9_653_104_368
+    assert (m.total_params - m.extra_params) / 1e9 == pytest.approx(8.95, abs=0.005)
+
+
+def test_gated_delta_layer_params_by_hand():
+    """Qwen3-Next-80B-A3B: hidden 2048, 16 key heads x 128, 32 value heads x 128, conv 4.
+    q, k (2 x 2048x2048), v and the output gate z (2048x4096 each), out (4096x2048); beta
+    and alpha (2 x 2048x32), A_log and dt_bias (32 each), a bias-free depthwise conv over
+    q, k, v (8192 channels x 4) and the gated norm (128)."""
+    la = get_model("qwen3-next-80b-a3b").linear
+    expected = 4 * 2048 * 2048 + 2 * 2048 * 4096 + 2 * 2048 * 32 + 2 * 32 + 8192 * 4 + 128
+    assert get_model("qwen3-next-80b-a3b")._linear_params() == expected == 33_718_464
+    assert (la.key_width, la.width, la.conv_dim) == (2048, 4096, 8192)
+
+
+def test_recurrent_state_per_sequence_by_hand():
+    """Qwen3.5-35B-A3B: 30 Gated DeltaNet layers, each a 32 x 128 x 128 state in float32 (the
+    checkpoint's mamba_ssm_dtype) plus a 3-token conv window of 8192 channels at 16 bits."""
+    m = get_model("qwen3.5-35b-a3b")
+    per_layer = 32 * 128 * 128 * 4 + 8192 * 3 * 2
+    assert m.num_linear_layers == 30 and m.num_attention_layers == 10
+    assert m.state_bytes_per_sequence() == 30 * per_layer == 64_389_120
+    # Qwen3-Next declares no state dtype: vLLM's 'auto' holds it in the model dtype
+    nxt = get_model("qwen3-next-80b-a3b")
+    assert nxt.linear.state_bytes == 2.0
+
+
+def test_kv_cache_only_in_the_full_attention_layers():
+    """KV per token: 10 gated-attention layers x 2 KV heads x 256 x (K and V) x 2 bytes."""
+    m = get_model("qwen3.5-35b-a3b")
+    assert m.kv_bytes_per_token(2.0) == 10 * 2 * 256 * 2 * 2
+
+
+def test_gated_attention_doubles_the_query_projection():
+    m = get_model("qwen3.5-9b")
+    a, h = m.attention, m.hidden_size
+    assert a.output_gate
+    q = a.num_heads * a.head_dim
+    kv = a.num_kv_heads * a.head_dim
+    assert m._attention_params() == 2 * h * q + 2 * h * kv + q * h + 2 * a.head_dim
+
+
+TINY = {
+    "model_type": "qwen3_next",
+    "hidden_size": 256,
+    "vocab_size": 1000,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 32,
+    "intermediate_size": 512,
+    "linear_num_value_heads": 4,
+    "linear_num_key_heads": 2,
+    "linear_value_head_dim": 64,
+    "linear_key_head_dim": 64,
+}
+
+
+def test_split_must_divide_the_key_heads():
+    m = model_from_config(TINY, "tiny")  # 8 attention heads, 2 key heads, 4 value heads
+    check_split(m, Parallel(tp=2))
+    with pytest.raises(SplitError, match="TP=4 does not divide the 2 linear-key heads"):
+        check_split(m, Parallel(tp=4))
+
+
+def test_layer_types_must_name_each_layer():
+    assert get_model("qwen3-next-80b-a3b").num_layers == 48
+    bad = {**TINY, "layer_types": ["linear_attention"] * 3 + ["sliding_attention"]}
+    with pytest.raises(EstimatorError, match="layer_types"):
+        model_from_config(bad, "tiny")
+    # without layer_types, every full_attention_interval-th layer (default 4th) is full
+    m = model_from_config(TINY, "tiny")
+    assert [la.mixer for la in m.layers] == ["linear"] * 3 + ["attention"]
+
+
+def test_hybrid_decode_reads_and_writes_its_state(h100):
+    """A Gated DeltaNet layer's decode step reads its whole state and writes it back, whatever
+    the context: more sequences cost state traffic even at a 1-token context."""
+    from estimator import Evaluator
+
+    ev = Evaluator(get_model("qwen3.5-9b"), h100, Parallel())
+    one = ev.decode_step(1, 1).memory
+    many = ev.decode_step(64, 1).memory
+    state = get_model("qwen3.5-9b").state_bytes_per_sequence()
+    # 63 more sequences move at least their state twice (read + write) at full bandwidth
+    assert (many - one) * h100.bandwidth_bytes_s >= 63 * 2 * state * 0.99
