@@ -25,10 +25,13 @@ def band_kind(metric: str) -> str:
     return "throughput"
 
 
-def _q(ratios: np.ndarray) -> dict:
-    p = np.percentile(ratios, QUANTILES)
+def _q(ratios: np.ndarray, sources: np.ndarray) -> dict:
+    """Quantiles of ``ratios`` over the rows, and how many sources they come from (a band
+    of few sources rests on few harnesses and stacks, whatever its rows)."""
+    p = np.percentile(np.asarray(ratios, float), QUANTILES)
     return {
         "n": int(len(ratios)),
+        "sources": int(len(set(np.asarray(sources).tolist()))),
         **{f"p{q}": round(float(v), 3) for q, v in zip(QUANTILES, p, strict=True)},
     }
 
@@ -59,6 +62,7 @@ def error_bands(cases: list[Case], cv_pred: np.ndarray) -> dict:
     'ttft_waves' from the closed loops of several clients in waves: a synchronised harness's
     (``arrivals="waves"``; a loop that draws its lengths is in neither)."""
     measured = np.array([c.measured for c in cases])
+    src = np.array([c.source_key for c in cases])
     ratio = measured / cv_pred
     ok = np.isfinite(ratio) & (ratio > 0)
     cls = np.array([model_class(c.ev.model) for c in cases])
@@ -68,12 +72,12 @@ def error_bands(cases: list[Case], cv_pred: np.ndarray) -> dict:
         sel = ok & np.array([in_band(kind, c) for c in cases])
         if sel.sum() < MIN_ROWS:
             continue
-        groups = {"all": _q(ratio[sel])}
+        groups = {"all": _q(ratio[sel], src[sel])}
         for labels in (cls, fam):
             for key in sorted(set(labels)):
                 m = sel & (labels == key)
                 if m.sum() >= MIN_ROWS:
-                    groups[str(key)] = _q(ratio[m])
+                    groups[str(key)] = _q(ratio[m], src[m])
         out[kind] = groups
     return out
 
@@ -87,18 +91,22 @@ def family_error_bands(rows) -> dict:
     """{"all": {n, p5, ..., p95}, family: {...}} of measured / predicted time over the non-LLM
     families' rows (``calibration.family_cases.FamilyRow``), from their leave-one-source-out
     predictions; a family has its own group when it has :data:`FAMILY_MIN_ROWS` rows."""
-    by_family: dict[str, list[float]] = {}
+    by_family: dict[str, list[tuple[float, str]]] = {}
     for r in rows:
         x = time_ratio(r.metric, r.measured, r.cv_predicted)
         if x is not None:
-            by_family.setdefault(r.family, []).append(x)
+            by_family.setdefault(r.family, []).append((x, r.source))
     every = [x for xs in by_family.values() for x in xs]
     if len(every) < FAMILY_MIN_ROWS:
         return {}
-    out = {"all": _q(np.array(every))}
+
+    def q(pairs):
+        return _q(np.array([x for x, _ in pairs]), np.array([s for _, s in pairs]))
+
+    out = {"all": q(every)}
     for fam in sorted(by_family):
         if len(by_family[fam]) >= FAMILY_MIN_ROWS:
-            out[fam] = _q(np.array(by_family[fam]))
+            out[fam] = q(by_family[fam])
     return out
 
 

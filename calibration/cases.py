@@ -152,6 +152,7 @@ class Case:
     precision: str = ""  # the precision the matmuls run in (the compute factor's precision)
     ev: Any = None  # the row's Evaluator at unit efficiency (the sizing model's scoring)
     rate: float = 0.0  # open loop: requests per second per replica
+    requests: int | None = None  # open loop: the run's length (--num-prompts), where stated
     # the harness's arrival pattern: a synthetic closed loop of fixed lengths (all clients
     # start together, no think time) arrives in waves; one that draws its lengths, spread
     # (VARIABLE_LENGTHS)
@@ -181,6 +182,21 @@ class Skipped:
         if "not published" in self.reason:
             return "unpublished"
         return "other"
+
+
+# A run's length as its notes give it: the client's flag (vLLM/SGLang --num-prompts,
+# guidellm --max-requests) or 'N requests' / 'N prompts'.
+_RUN_LENGTH = re.compile(
+    r"(?:--num-prompts|--max-requests)[ =](\d+)|\b(\d[\d,]*) (?:requests|prompts)\b"
+)
+
+
+def run_length(notes: str) -> int | None:
+    """The number of requests a benchmark run sent, where its notes state it."""
+    m = _RUN_LENGTH.search(notes or "")
+    if m is None:
+        return None
+    return int((m.group(1) or m.group(2)).replace(",", ""))
 
 
 def _float(v: str | None) -> float | None:
@@ -462,6 +478,7 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
         ev=ev,
         frontend=frontend_of(row.get("framework", ""), engine),
         rate=(rate or 0.0) / par.replicas,
+        requests=run_length(notes) if kind == "open" else None,
         arrivals=arrivals,
     )
     ctx = isl + osl / 2

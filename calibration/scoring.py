@@ -47,7 +47,7 @@ def serving_metric(case: Case, params) -> float:
     try:
         if case.kind == "open":
             st = prepare_steps(ev, case.isl, case.osl)
-            lp = rate_point(st, case.rate)
+            lp = rate_point(st, case.rate, requests=case.requests)
         else:
             opts = ServingOptions(arrivals=case.arrivals)
             st = prepare_steps(ev, case.isl, case.osl, opts)

@@ -20,7 +20,7 @@ Real users' arrivals spread in time (``estimator.load``); ``waves_point`` is the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -119,11 +119,29 @@ def waves_point(steps: Steps, users, percentile: float = 90.0) -> LoadPoint:
 OPEN_LOOP_USERS = 1e6
 
 
-def rate_point(steps: Steps, rate: float, percentile: float = 90.0) -> LoadPoint:
+def rate_point(
+    steps: Steps, rate: float, percentile: float = 90.0, requests: int | None = None
+) -> LoadPoint:
     """Requests arriving at ``rate`` per second (Poisson) on one replica: the
     spread-arrivals load model (:func:`~estimator.load.load_point`) as its population grows
-    without bound at that rate."""
-    return load_point(steps, [OPEN_LOOP_USERS], OPEN_LOOP_USERS / rate, percentile)
+    without bound at that rate. Past the replica's saturation rate ``X`` an endless run's
+    queue has no end; a run of ``requests`` (a benchmark's ``--num-prompts``) queues only
+    while they arrive: request k arrives at k/rate and is admitted at k/X, so it waits
+    k·(1/X − 1/rate) (a fluid queue: the backlog dwarfs the arrivals' jitter) on top of its
+    own prefill in the saturated iteration it joins; the run's mean TTFT takes the middle
+    request's wait, its percentile p that of the request p of the way through."""
+    lp = load_point(steps, [OPEN_LOOP_USERS], OPEN_LOOP_USERS / rate, percentile)
+    x = float(lp.rate[0])  # what the replica completes per second
+    # below saturation it completes what it is sent (its users wait < 1e-6 of their time)
+    if not requests or x >= rate * (1 - 1e-3):
+        return lp
+    own = float(steps.s_alone + steps.t_iter(np.maximum(steps.slots, 1)) + steps.request_s)
+    backlog = requests * max(1.0 / x - 1.0 / rate, 0.0)  # the last request's wait
+    return replace(
+        lp,
+        ttft_s=np.array([own + backlog / 2]),
+        ttft_pct_s=np.array([own + backlog * percentile / 100]),
+    )
 
 
 # trtllm-bench's byte sizes by quantisation (its BYTES_PER_ELEM; anything else counts 2)

@@ -163,7 +163,9 @@ def _closed_loop(steps: Steps, n: np.ndarray, think_time_s, config):
         t_it = st.t_iter(np.minimum(1.0 + b * others, c)) / (1 - rho)
         t_it = np.maximum(t_it, t_b / (1 - rho))  # never below the time-average batch's
         dec_time = (o - 1) * t_it / e
-        own = s_first + n_chunks * t_b  # a request's own prefill, as it waits for it
+        # a request's own prefill, as it waits for it: each of its chunks' iterations also
+        # streams the experts the chunk picks (MoE; Steps.t_prompt_iter)
+        own = s_first + n_chunks * st.t_prompt_iter(b)
         pw_pf, w_pf = prefill_queue(think_time_s + dec_time + own - s_pf, s_pf, only)
         w_pf = w_pf * PREFILL_WAIT_FACTOR
         pw_sl, w_sl = slot_queue(think_time_s + w_pf, own + dec_time, only)

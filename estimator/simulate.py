@@ -6,8 +6,10 @@ users in a closed loop (exponential think time, seeded); requests take a KV slot
 one is free (at most ``slots``); each iteration runs one decode token for every decoding
 sequence (or a speculative step with a random number of accepted tokens) plus up to
 ``chunk`` prompt tokens of the admitted requests still prefilling, FCFS. Its time is
-``t_iter(decoding) + prompt_tokens × s_token``. A request's first token comes at the end of
-the iteration that finishes its prompt. Deterministic for a given seed.
+``t_iter(decoding) + prompt_tokens × s_token`` (an iteration carrying prompt tokens lasts at
+least a lone sequence's plus the experts they pick: ``Steps.t_prompt_iter``). A request's
+first token comes at the end of the iteration that finishes its prompt. Deterministic for a
+given seed.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def simulate(
     t_table = st.t_iter(np.arange(slots + 1))  # every whole batch (the table has knots)
     # PP: a prompt's last chunk still crosses the later stages before its first token
     lag = max(float(st.first_token_prefill) - i_tok * float(st.s_token), 0.0)
+    prompt_experts = float(st.prompt_experts_s)
     # the serving stack's own time: a request reaches the engine that long after it is sent,
     # and its TTFT counts from the sending
     stack_s = float(st.request_s)
@@ -112,7 +115,10 @@ def simulate(
             used += take
             if req[2] == 0:
                 finished_prefill.append(req)
-        dt = float(t_table[min(max(b, 1), len(t_table) - 1)]) + used * st.s_token
+        dt = float(t_table[min(max(b, 1), len(t_table) - 1)])
+        if used:  # a prompt chunk also streams the experts it picks (Steps.t_prompt_iter)
+            dt = max(dt, float(t_table[1]) + prompt_experts)
+        dt += used * st.s_token
         now += dt
         if t_start is not None:
             batch_time += b * dt

@@ -82,6 +82,11 @@ class Steps:
     # prompt tokens, one stage)
     s_first: Any = None
     request_s: Any = 0.0  # the serving stack's own time to a first token (no GPU held)
+    # MoE: expert weights a prompt's chunk streams beyond a one-sequence decode iteration's
+    # where its own compute does not hide them (a few hundred prompt tokens pick most of the
+    # experts, one decoding token eight): an iteration carrying a prompt lasts at least
+    # t_iter(1) + this; a large decode batch already streams every expert (0 for dense)
+    prompt_experts_s: Any = 0.0
 
     @staticmethod
     def stack(items: list[Steps]) -> Steps:
@@ -115,6 +120,7 @@ class Steps:
             stages=col("stages", np.int64),
             s_first=np.array([st.first_token_prefill for st in items]),
             request_s=col("request_s"),
+            prompt_experts_s=col("prompt_experts_s"),
         )
 
     @functools.cached_property
@@ -145,6 +151,7 @@ class Steps:
             stages=self.stages[config],
             s_first=self.s_first[config],
             request_s=self.request_s[config],
+            prompt_experts_s=self.prompt_experts_s[config],
         )
         aligned.__dict__["decode_ratio"] = self.decode_ratio  # the tables' (computed once)
         return aligned
@@ -163,6 +170,12 @@ class Steps:
         """Iteration seconds at (possibly fractional) decode batch ``b``."""
         b = np.clip(np.asarray(b, float), 0, self.slots)
         return interp_table(self.iter_table, b, self.config)
+
+    def t_prompt_iter(self, b):
+        """Seconds of an iteration at decode batch ``b`` that also carries a prompt chunk,
+        before the chunk's own compute: at least a lone sequence's iteration plus the
+        experts the chunk streams (:attr:`prompt_experts_s`)."""
+        return np.maximum(self.t_iter(b), self.t_iter(1) + self.prompt_experts_s)
 
 
 _SCALARS = (
@@ -234,6 +247,12 @@ def _prepare(evs, input_tokens, output_tokens, opts, encoder_s) -> list[Steps]:
     alone = np.reshape(np.asarray(one.total, float), -1).tolist()
     b = knots_upto(max(max(slots), 1))
     ctx = input_tokens + output_tokens / 2
+    chunk = opts.chunk_tokens or ev.engine.max_num_batched_tokens
+    piece = one if i_eff <= chunk else ev.prefill(1, chunk)  # one iteration's share
+    lone = ev.decode_step(1, ctx)
+    experts = piece.expert_memory - piece.expert_compute - lone.expert_memory
+    experts = np.reshape(np.maximum(np.asarray(experts, float), 0.0), -1)
+    experts = np.broadcast_to(experts, (len(evs),)).tolist()
     spec = opts.speculative
     bb = np.maximum(b, 1)  # an iteration with only prefill still streams the weights
     if spec is None:
@@ -254,7 +273,7 @@ def _prepare(evs, input_tokens, output_tokens, opts, encoder_s) -> list[Steps]:
                 slots=n,
                 input_tokens=i_eff,
                 output_tokens=output_tokens,
-                chunk=opts.chunk_tokens or ev.engine.max_num_batched_tokens,
+                chunk=chunk,
                 # under load, prompts pipeline through the PP stages, which work at once: a
                 # prompt token's marginal cost is one stage's share; alone, a prompt crosses
                 # every stage
@@ -268,6 +287,7 @@ def _prepare(evs, input_tokens, output_tokens, opts, encoder_s) -> list[Steps]:
                 weights_gb=e_g.weight_bytes / 1e9,
                 fixed_gb=(e_g.activation_bytes + e_g.overhead_bytes) / 1e9,
                 request_s=e_g.machine.eff.request_overhead_ms * 1e-3,
+                prompt_experts_s=experts[g],
             )
         )
     return out

@@ -260,6 +260,29 @@ def test_an_open_loop_is_a_closed_one_of_very_many_users():
     )
 
 
+def test_a_finite_open_loop_past_saturation_queues_only_while_it_arrives():
+    """Below saturation a run's length changes nothing. Past it, N requests at rate R on a
+    replica completing X per second: request k waits k·(1/X − 1/R), so the run's mean TTFT
+    is a lone request's own time plus N/2·(1/X − 1/R), and its p90 the request 90% through:
+    finite, linear in N, rising with R."""
+    from estimator.harness import rate_point
+
+    st = steps_for("llama-3.1-8b", 1, 1000, 100)
+    top = saturation_rate(st)
+    below = rate_point(st, 0.5 * top)
+    assert rate_point(st, 0.5 * top, requests=500).ttft_s[0] == below.ttft_s[0]
+    r = 1.5 * top
+    a, b = (rate_point(st, r, requests=n) for n in (500, 1000))
+    x = float(a.rate[0])
+    assert x == pytest.approx(top, rel=0.01)
+    slope = (b.ttft_s[0] - a.ttft_s[0]) / 500
+    assert slope == pytest.approx((1 / x - 1 / r) / 2, rel=1e-6)
+    own = a.ttft_s[0] - 500 * (1 / x - 1 / r) / 2
+    assert 0 < own < 1.0  # a lone prompt and the iteration it joins, not a queue
+    assert a.ttft_pct_s[0] == pytest.approx(own + 0.9 * 500 * (1 / x - 1 / r))
+    assert rate_point(st, 2 * top, requests=500).ttft_s[0] > a.ttft_s[0]
+
+
 def test_a_synchronised_harness_stays_in_waves_in_the_simulator():
     """Clients that start together with fixed lengths and no think time (a synthetic
     benchmark; ``simulate(start="together")``) keep arriving in clusters long after their
