@@ -18,7 +18,7 @@ from estimator.efficiency import Efficiency, efficiency_key
 from estimator.engines import configure
 from estimator.harness import trtllm_bench_batch
 
-from .knobs import published_knobs
+from .knobs import published_knobs, run_length
 
 COLUMNS = [
     "source",
@@ -182,21 +182,6 @@ class Skipped:
         if "not published" in self.reason:
             return "unpublished"
         return "other"
-
-
-# A run's length as its notes give it: the client's flag (vLLM/SGLang --num-prompts,
-# guidellm --max-requests) or 'N requests' / 'N prompts'.
-_RUN_LENGTH = re.compile(
-    r"(?:--num-prompts|--max-requests)[ =](\d+)|\b(\d[\d,]*) (?:requests|prompts)\b"
-)
-
-
-def run_length(notes: str) -> int | None:
-    """The number of requests a benchmark run sent, where its notes state it."""
-    m = _RUN_LENGTH.search(notes or "")
-    if m is None:
-        return None
-    return int((m.group(1) or m.group(2)).replace(",", ""))
 
 
 def _float(v: str | None) -> float | None:

@@ -4,7 +4,8 @@ scored under the configuration it ran (the estimator's own knobs,
 
 Each engine's own spelling (its server's command-line flags, or the LLM API's field names
 TensorRT-LLM runs take in an options file); a range or a value the notes only quote as
-someone else's is not a setting, so only ``flag value`` and ``flag=value`` pairs count."""
+someone else's is not a setting, so only ``flag value`` and ``flag=value`` pairs count.
+Also the run's length (:func:`run_length`), which scores an open loop past saturation."""
 
 from __future__ import annotations
 
@@ -41,3 +42,18 @@ def published_knobs(notes: str, engine: str) -> dict[str, float]:
             value = float(m[1])
             out[knob] = value if knob == "gpu_memory_utilization" else int(value)
     return out
+
+
+# A run's length as its notes give it: the client's flag (vLLM/SGLang --num-prompts,
+# guidellm --max-requests) or 'N requests' / 'N prompts'.
+_RUN_LENGTH = re.compile(
+    r"(?:--num-prompts|--max-requests)[ =](\d+)|\b(\d[\d,]*) (?:requests|prompts)\b"
+)
+
+
+def run_length(notes: str) -> int | None:
+    """The number of requests a benchmark run sent, where its notes state it."""
+    m = _RUN_LENGTH.search(notes or "")
+    if m is None:
+        return None
+    return int((m.group(1) or m.group(2)).replace(",", ""))

@@ -27,10 +27,9 @@ def regime(cls: str, family: str) -> str:
     return f"{cls}/{family}"
 
 
-def _rows(f: dict) -> str:
-    """'85 rows from 14 sources' (the sources weigh as one each in the quantiles)."""
-    n = f"{f['n']} rows"
-    return f"{n} from {f['sources']} sources" if f.get("sources") else n
+def _sources(f: dict) -> str:
+    """' from 14 sources': how many publishers a band's rows come from."""
+    return f" from {f['sources']} sources" if f.get("sources") else ""
 
 
 def band_factors(kind: str, gpu: Accelerator, model=None, arrivals: str = "spread") -> dict | None:
@@ -74,7 +73,7 @@ def bands_for(
             continue
         out[name] = {"p10": value * f["p10"], "p50": value * f["p50"], "p90": value * f["p90"]}
         harness = " of harnesses" if f["kind"] == "ttft_waves" else ""
-        basis.append(f"{kind}: {_rows(f)}{harness} ({f['group']})")
+        basis.append(f"{kind}: {f['n']} rows{harness}{_sources(f)} ({f['group']})")
         # per-user speed is 1 / TPOT: its low end is TPOT's high end (none where no token
         # follows the first: one output token has no time per output token)
         if kind == "tpot" and value > 0:
@@ -154,7 +153,8 @@ def family_bands(family: str, metrics: dict) -> dict:
             }
     if out:
         out["basis"] = (
-            f"quantiles of measured/predicted time, leave-one-source-out: {_rows(f)} ({f['group']})"
+            "quantiles of measured/predicted time, leave-one-source-out: "
+            f"{f['n']} rows{_sources(f)} ({f['group']})"
         )
     return out
 

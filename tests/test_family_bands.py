@@ -75,7 +75,7 @@ def test_a_family_estimate_carries_its_band():
     assert e.bands["s_per_image"]["p10"] == pytest.approx(t * f["p10"])
     assert e.bands["images_per_s"]["p10"] == pytest.approx(r / f["p90"])
     assert e.bands["images_per_s"]["p90"] == pytest.approx(r / f["p10"])
-    assert f"{f['n']} rows (diffusion_image)" in e.bands["basis"]
+    assert f"{f['n']} rows from {f['sources']} sources (diffusion_image)" in e.bands["basis"]
 
 
 def test_a_thin_family_falls_back_to_every_familys_band():
