@@ -7,6 +7,7 @@ import math
 from ..errors import EstimatorError
 from ..model import DenseMlp, LanguageModel, Layer, LinearAttention, Mamba, Moe
 from .keys import Cfg, base, gqa
+from .moe import qwen_mlps
 
 
 def nemotron_h(c: Cfg, name: str) -> LanguageModel:
@@ -120,29 +121,10 @@ def qwen_next(c: Cfg, name: str) -> LanguageModel:
     else:
         every = c.get("full_attention_interval", 4)
         full = [(i + 1) % every == 0 for i in range(n)]
-    experts = c.get("num_experts")
-    step = c.get("decoder_sparse_step", 1)
-    dense_only = set(c.get("mlp_only_layers") or [])
-    moe_layer = [bool(experts) and i not in dense_only and (i + 1) % step == 0 for i in range(n)]
+    kinds, moe, dense = qwen_mlps(c, n)
     layers = [
-        Layer(mixer="attention" if f else "linear", mlp="moe" if m else "dense")
-        for f, m in zip(full, moe_layer, strict=True)
+        Layer(mixer="attention" if f else "linear", mlp=k) for f, k in zip(full, kinds, strict=True)
     ]
-    moe = None
-    if experts:
-        shared = c.get("shared_expert_intermediate_size", 0)
-        moe = Moe(
-            num_experts=experts,
-            top_k=c.req("num_experts_per_tok"),
-            expert_intermediate_size=c.req("moe_intermediate_size"),
-            shared_intermediate_size=shared,
-            shared_expert_gate=bool(shared),
-        )
-    dense = (
-        DenseMlp(intermediate_size=c.req("intermediate_size"))
-        if any(la.mlp == "dense" for la in layers)
-        else None
-    )
     attn = gqa(c, qkv_bias=bool(c.get("attention_bias")), qk_norm=True)
     attn = attn.model_copy(update={"output_gate": bool(c.get("attn_output_gate", True))})
     # the state dtype the checkpoint declares (Qwen3.5: float32), which vLLM adopts as its

@@ -44,28 +44,37 @@ def dbrx(c: Cfg, name: str) -> LanguageModel:
     return mixtral(Cfg(flat, c.where), name)
 
 
-def qwen_moe(c: Cfg, name: str) -> LanguageModel:
-    mt = c.get("model_type")
-    n = c.req("num_hidden_layers")
+def qwen_mlps(c: Cfg, n: int) -> tuple[list[str], Moe | None, DenseMlp | None]:
+    """The MLP of each of ``n`` layers in Qwen's MoE configs (Qwen2/3-MoE, Qwen3-Next,
+    Qwen3.5): every ``decoder_sparse_step``-th layer not in ``mlp_only_layers`` is MoE with a
+    gated shared expert, the rest dense; a config without ``num_experts`` is dense
+    throughout (Qwen3.5-9B/27B)."""
+    experts = c.get("num_experts")
     step = c.get("decoder_sparse_step", 1)
-    dense_only = set(c.get("mlp_only_layers", []))
-    layers = [
-        Layer(mlp="moe" if (i not in dense_only and (i + 1) % step == 0) else "dense")
+    dense_only = set(c.get("mlp_only_layers") or [])
+    kinds = [
+        "moe" if experts and i not in dense_only and (i + 1) % step == 0 else "dense"
         for i in range(n)
     ]
-    shared = c.get("shared_expert_intermediate_size", 0)
-    moe = Moe(
-        num_experts=c.req("num_experts"),
-        top_k=c.req("num_experts_per_tok"),
-        expert_intermediate_size=c.req("moe_intermediate_size"),
-        shared_intermediate_size=shared,
-        shared_expert_gate=bool(shared),
-    )
-    dense = (
-        DenseMlp(intermediate_size=c.req("intermediate_size"))
-        if any(la.mlp == "dense" for la in layers)
-        else None
-    )
+    moe = None
+    if experts:
+        shared = c.get("shared_expert_intermediate_size", 0)
+        moe = Moe(
+            num_experts=experts,
+            top_k=c.req("num_experts_per_tok"),
+            expert_intermediate_size=c.req("moe_intermediate_size"),
+            shared_intermediate_size=shared,
+            shared_expert_gate=bool(shared),
+        )
+    dense = DenseMlp(intermediate_size=c.req("intermediate_size")) if "dense" in kinds else None
+    return kinds, moe, dense
+
+
+def qwen_moe(c: Cfg, name: str) -> LanguageModel:
+    mt = c.get("model_type")
+    c.req("num_experts")
+    kinds, moe, dense = qwen_mlps(c, c.req("num_hidden_layers"))
+    layers = [Layer(mlp=k) for k in kinds]
     attn = gqa(
         c, qkv_bias=mt == "qwen2_moe" or bool(c.get("attention_bias")), qk_norm=mt == "qwen3_moe"
     )
