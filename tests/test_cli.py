@@ -114,6 +114,20 @@ def test_unknown_model_suggests_other_families_too():
     assert r.exit_code == 2 and "flux1-dev" in r.output and "Traceback" not in r.output
 
 
+@pytest.mark.parametrize(
+    "flag", [["--images", "2"], ["--image-resolution", "512x512"], ["--steps", "20"]]
+)
+def test_estimate_refuses_other_families_options_for_a_text_model(flag):
+    """A text model's estimate would ignore images, denoising steps...: refused, named,
+    rather than silently answered without them (Qwen3.5's preset serves text)."""
+    r = CliRunner().invoke(main, ["estimate", "--model", "qwen3.5-9b", "--gpu", "h100-sxm", *flag])
+    assert r.exit_code == 2, r.output
+    assert f"{flag[0]} is an option of the other families' models" in r.output
+    assert "'qwen3.5-9b' is sized as a text language model" in r.output
+    vlm = ["estimate", "--model", "qwen2.5-vl-7b", "--gpu", "h100-sxm", "--images", "2"]
+    assert CliRunner().invoke(main, vlm).exit_code == 0
+
+
 def test_models_show_family_preset():
     r = CliRunner().invoke(main, ["models", "show", "whisper-large-v3", "--format", "json"])
     assert r.exit_code == 0, r.output

@@ -60,6 +60,16 @@ def estimate_cmd(ctx, model_name, model_config, gpu_name, batch, fmt, **kw):
     The main figures are for a static batch on an idle replica; `under_load` gives the same
     replica serving `--batch` users in a closed loop (queueing, prefill/decode interference
     and the serving options)."""
+    from estimator.families import is_family_model
+
+    model = model_of(model_name, model_config)
+    if not is_family_model(model, presets_of(ctx)):  # a text language model
+        refuse_given(
+            ctx,
+            FAMILY_KEYS,
+            f"is an option of the other families' models (vision-language, speech, diffusion, "
+            f"robot policies, world models); '{model}' is sized as a text language model",
+        )
     split, serving = split_of(kw), _serving(kw)
     res = kw.pop("resolution")
     images, image_resolution = kw.pop("images"), kw.pop("image_resolution")
@@ -71,7 +81,7 @@ def estimate_cmd(ctx, model_name, model_config, gpu_name, batch, fmt, **kw):
 
     family = estimator.FamilyOptions(resolution=parse_resolution(res, 0) if res else None, **kw)
     e = estimator.estimate(
-        model_of(model_name, model_config),
+        model,
         gpu_name,
         batch=batch,
         input_tokens=input_tokens if given(ctx, "input_tokens") else None,
