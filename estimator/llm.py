@@ -117,6 +117,12 @@ class Evaluator:
                 self.notes.append(f"TP={tp} > {a.num_kv_heads} KV heads: KV heads replicate")
         self.kv_share /= pp
         self.state_bytes = m.state_bytes_per_sequence() / tp / pp
+        if self.state_bytes > 0:
+            self.notes.append(
+                f"hybrid: each sequence also holds {self.state_bytes / 1e6:,.1f} MB of "
+                "recurrent state per GPU, whatever its length: the KV-cache tokens count the "
+                "pool as attention KV alone, the largest batch charges each its state"
+            )
 
         # --- activations and overhead (per GPU, bytes) ---------------------------------
         h = m.hidden_size

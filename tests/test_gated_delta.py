@@ -99,3 +99,14 @@ def test_hybrid_decode_reads_and_writes_its_state(h100):
     state = get_model("qwen3.5-9b").state_bytes_per_sequence()
     # 63 more sequences move at least their state twice (read + write) at full bandwidth
     assert (many - one) * h100.bandwidth_bytes_s >= 63 * 2 * state * 0.99
+
+
+def test_a_hybrid_estimate_says_what_each_sequence_holds_besides_kv(h100):
+    """The KV-cache token count counts the pool as attention KV; the note says each
+    sequence also holds its recurrent state (51.5 MB for Qwen3.5-9B on one GPU)."""
+    from estimator import estimate
+
+    e = estimate("qwen3.5-9b", "h100-sxm")
+    note = next(n for n in e.notes if n.startswith("hybrid:"))
+    assert "51.5 MB of recurrent state per GPU" in note
+    assert not any(n.startswith("hybrid:") for n in estimate("llama-3.1-8b", "h100-sxm").notes)
