@@ -248,21 +248,21 @@ def _prepare(evs, input_tokens, output_tokens, opts, encoder_s) -> list[Steps]:
     b = knots_upto(max(max(slots), 1))
     ctx = input_tokens + output_tokens / 2
     chunk = opts.chunk_tokens or ev.engine.max_num_batched_tokens
-    piece = one if i_eff <= chunk else ev.prefill(1, chunk)  # one iteration's share
-    lone = ev.decode_step(1, ctx)
-    experts = piece.expert_memory - piece.expert_compute - lone.expert_memory
-    experts = np.reshape(np.maximum(np.asarray(experts, float), 0.0), -1)
-    experts = np.broadcast_to(experts, (len(evs),)).tolist()
     spec = opts.speculative
     bb = np.maximum(b, 1)  # an iteration with only prefill still streams the weights
+    dec = ev.decode_step(bb, ctx)
     if spec is None:
-        it = ev.decode_step(bb, ctx).total
+        it = dec.total
         e = 1.0
     else:
         verify = ev.decode_step(bb, ctx, tokens_per_seq=spec.tokens + 1).total
-        draft = spec.tokens * spec.cost_ratio() * ev.decode_step(bb, ctx).total
-        it = verify + draft
+        it = verify + spec.tokens * spec.cost_ratio() * dec.total
         e = spec.tokens_per_step()
+    # the experts a prompt chunk streams beyond a lone decoding sequence's (bb[0] = 1)
+    piece = one if i_eff <= chunk else ev.prefill(1, chunk)  # one iteration's share
+    own = np.reshape(np.asarray(piece.expert_memory - piece.expert_compute, float), -1)
+    lone = np.atleast_2d(np.asarray(dec.expert_memory, float))[:, 0]
+    experts = np.broadcast_to(np.maximum(own - lone, 0.0), (len(evs),)).tolist()
     it = np.atleast_2d(np.asarray(it, float))
     kv = np.asarray(ev.kv_bytes_per_gpu(b, ctx_mem), float) + shared
     widths = last_knot(slots) + 1  # each one's knots_upto

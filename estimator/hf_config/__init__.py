@@ -84,16 +84,7 @@ _DEFAULTS: dict[str, Config] = {
 # Multimodal wrappers whose language model sits in ``text_config``; those with a Qwen3-VL
 # vision tower (3-D patches, patch mergers) count it with ``qwen3_vl_vision_params``.
 _QWEN3_VL = {"qwen3_5", "qwen3_5_moe"}
-_WRAPPERS = {
-    "llama4",
-    "gemma3",
-    "mistral3",
-    "qwen2_5_vl",
-    "llava",
-    "llava_onevision",
-    "qwen3_5",
-    "qwen3_5_moe",
-}
+_WRAPPERS = {"llama4", "gemma3", "mistral3", "qwen2_5_vl", "llava", "llava_onevision"} | _QWEN3_VL
 
 
 def vit_params(v: Config) -> int:

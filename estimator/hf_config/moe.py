@@ -72,7 +72,7 @@ def qwen_mlps(c: Cfg, n: int) -> tuple[list[str], Moe | None, DenseMlp | None]:
 
 def qwen_moe(c: Cfg, name: str) -> LanguageModel:
     mt = c.get("model_type")
-    c.req("num_experts")
+    c.req("num_experts")  # an MoE config must name its experts (qwen_mlps reads none as dense)
     kinds, moe, dense = qwen_mlps(c, c.req("num_hidden_layers"))
     layers = [Layer(mlp=k) for k in kinds]
     attn = gqa(
