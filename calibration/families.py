@@ -68,6 +68,8 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
 
     from estimator.efficiency import calibration
 
+    from .bands import family_band_coverage
+
     lines = [
         "",
         "## Other model families",
@@ -127,6 +129,16 @@ def markdown(rows: list[FamilyRow], summ: dict) -> str:
                 for g, b in bands.items()
             ),
         ]
+        cov = family_band_coverage(rows)
+        if cov:
+            lines += [
+                "",
+                f"Checked on sources they were not built from ({cov['n']} rows of "
+                f"{cov['sources']} sources, each against the bands of the others): the raw "
+                f"quantiles' p10-p90 held {cov['raw_p10_p90']:.0%} of them, so they are widened "
+                f"about their median x{cov['width_scale']:.2f} in log space to hold "
+                f"{cov['p10_p90']:.0%} (the language models' bands are widened the same way).",
+            ]
     lines += _diffusion_engines((calibration().get("family_engines") or {}).get("diffusion") or {})
     lines += _encoder_engines((calibration().get("family_engines") or {}).get("encoder") or {})
     engines = (calibration().get("family_engines") or {}).get("asr") or {}

@@ -11,7 +11,7 @@ import numpy as np
 from estimator.comm import link_of
 
 from . import display_name
-from .bands import bands_markdown
+from .bands import band_coverage, bands_markdown
 from .cases import Case, Skipped, load_label, load_rows, prepare
 from .fit import Batch, cross_validate, error_pct, finite, summarise
 from .memory import memory_check, memory_summary
@@ -212,7 +212,8 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         ]
         rows += [[f"source: {k}", *_fmt_stats(v)] for k, v in summ["source"].items()]
         lines += [tabulate(rows, headers=head, tablefmt="github"), ""]
-    lines += bands_markdown(cal.get("error_bands") or {})
+    cov = band_coverage(rep.cases, rep.cv_predicted) if rep.cv_predicted is not None else None
+    lines += bands_markdown(cal.get("error_bands") or {}, cov)
     pred = rep.cv_predicted if rep.cv_predicted is not None else rep.predicted
     err = error_pct(pred, np.array([c.measured for c in rep.cases]))
     order = np.argsort(-np.nan_to_num(np.abs(err), nan=-1))[:15]

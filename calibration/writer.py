@@ -130,8 +130,9 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "links": links,
         "gemm_share": gemm,
         # quantiles of measured / predicted from the leave-one-source-out predictions, by
-        # kind of number, model class and GPU family (>= 20 rows), for the bands every
-        # estimate carries; TTFT's from the rows the replica sets (bands.replica_set)
+        # kind of number, model class and GPU family (>= 20 rows from >= 6 sources), widened
+        # to hold 80% of a held-out source's rows, for the bands every estimate carries;
+        # TTFT's from the rows the replica sets (bands.replica_set)
         "error_bands": error_bands(cases, cv),
         "error": {
             "in_sample": {k: _slim(ins["metric"].get(k)) for k in METRIC_CLASSES},
@@ -170,8 +171,10 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# (NCCL bus bandwidth, calibration/data/collective_bandwidth.csv; not fitted). NVLink\n"
         "# keeps its datasheet rate: engines run their own all-reduce kernels there.\n"
         "# error_bands: quantiles of measured / predicted, leave-one-source-out, by number,\n"
-        "# model class and GPU family (20 rows or more; calibration/bands.py); TTFT's from\n"
-        "# the rows whose TTFT the replica sets (one client, or a request rate), not a\n"
+        "# model class and GPU family (20 rows or more from 6 sources or more;\n"
+        "# calibration/bands.py), widened about their median in log space (width_scale) so\n"
+        "# that p10-p90 holds 80% of the rows of a source they were not built from; TTFT's\n"
+        "# from the rows whose TTFT the replica sets (one client, or a request rate), not a\n"
         "# benchmark harness's queue.\n"
         "# family_engines: host time per decoder layer per decoding step (layer_us) and per\n"
         "# running sequence (layer_seq_us) of the eager speech engines, fitted on their runs,\n"
@@ -183,7 +186,8 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# calibration/encoder_engines.py).\n"
         "# family_error_bands: quantiles of measured / predicted time of the other families'\n"
         "# rows, leave-one-source-out, per family with 10 rows or more, and all together\n"
-        "# (calibration/bands.py), for the bands their estimates carry.\n"
+        "# (calibration/bands.py), widened like error_bands, for the bands their estimates\n"
+        "# carry.\n"
     )
     from estimator.efficiency import calibration
 

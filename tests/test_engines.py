@@ -194,7 +194,8 @@ def test_shipped_bands_are_per_model_class():
     h100 = get_gpu("h100-sxm")
     moe, dense = get_model("qwen3-30b-a3b"), get_model("llama-3.1-70b")
     m, d = band_factors("tpot", h100, moe), band_factors("tpot", h100, dense)
-    assert (m["group"], d["group"]) == ("moe/hopper", "dense/hopper")
+    # each the narrowest regime with rows from enough sources (calibration.bands.MIN_SOURCES)
+    assert m["group"].startswith("moe") and d["group"].startswith("dense")
     assert m["p90"] / m["p10"] > d["p90"] / d["p10"]
     assert pessimistic_factor("tpot", h100, 0.9, moe) > pessimistic_factor("tpot", h100, 0.9, dense)
 

@@ -166,3 +166,19 @@ def test_a_family_plan_reports_each_replicas_pass_against_its_limit():
         assert 0 < a["pass_s"] <= a["pass_limit_s"]
     r = CliRunner().invoke(main, ["solve", str(SCENARIOS / "robot-fleet.yaml")])
     assert "TTFT or pass (headroom)" in r.output and "pass 0." in r.output
+
+
+def test_family_bands_hold_their_share_of_a_source_they_were_not_built_from():
+    """Each source's family rows against the bands the other sources' rows give: the raw
+    p10-p90 holds less than 80% of them, the recorded bands are widened by the scale that
+    holds 80%, about an unchanged median."""
+    from calibration import families
+    from calibration.bands import family_band_coverage, raw_family_bands
+
+    rows = families.run()
+    cov = family_band_coverage(rows)
+    assert cov["sources"] >= 10 and cov["raw_p10_p90"] < 0.8 <= cov["p10_p90"]
+    raw, stored = raw_family_bands(rows), calibration()["family_error_bands"]
+    for g, q in stored.items():
+        assert q["width_scale"] == cov["width_scale"] > 1.0
+        assert q["p50"] == raw[g]["p50"] and q["p10"] < raw[g]["p10"] and q["p90"] > raw[g]["p90"]
