@@ -37,6 +37,11 @@ class Engine:
     # GPU families on which an FP8-quantised model with an FP8 KV cache runs its prompt
     # attention in FP8 (see attention_precision)
     fp8_prompt_attention: tuple[str, ...] = ()
+    # a hybrid's recurrent states: None where they share the KV pool (vLLM's hybrid
+    # allocator, TensorRT-LLM), else the ratio of a state pool of their own to the attention
+    # KV pool the budget splits into, and the state slots one running request holds
+    state_pool_ratio: float | None = None
+    state_slots_per_request: int = 1
 
 
 # max_num_seqs: vLLM V1 defaults to 1024 for the API server on large GPUs (256 on small);
@@ -58,6 +63,15 @@ ENGINES: dict[str, Engine] = {
         8192,
         1024,
         "SGLang: mem_fraction_static~0.88 of total memory; chunked_prefill_size=8192",
+        # a hybrid (Mamba, Gated DeltaNet, lightning attention) model's states get
+        # rest x ratio / (1 + ratio) of what the static fraction leaves, at the default
+        # --mamba-full-memory-ratio 0.9, and running requests are capped at the state slots
+        # over 3 (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO: the radix cache, on by
+        # default, keeps states of cached prefixes); sgl-project/sglang
+        # python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py
+        # (handle_max_mamba_cache, calculate_mamba_ratio, init_memory) @001ccef
+        state_pool_ratio=0.9,
+        state_slots_per_request=3,
     ),
     "trtllm": Engine(
         "trtllm",
@@ -243,3 +257,25 @@ def kv_budget_bytes(
         return e.fraction * capacity - weights - CUDA_CONTEXT_BYTES
     free = capacity - weights - activations - runtime_overhead_bytes(gpus)
     return e.fraction * free
+
+
+def split_state_pool(
+    e: Engine, kv_budget: float, state_bytes: float
+) -> tuple[float, float, int | None, list[str]]:
+    """A hybrid's recurrent states (``state_bytes`` per sequence per GPU) under engine ``e``:
+    (the attention KV budget, the state pool, the most requests it runs, notes). Where the
+    states share the KV pool (vLLM, TensorRT-LLM), the budget is whole and each sequence is
+    charged its state from it; where the engine keeps them apart (SGLang), the budget splits
+    at its ratio and the running requests are capped at the state slots over the slots each
+    holds (:attr:`Engine.state_pool_ratio`)."""
+    r = e.state_pool_ratio
+    if state_bytes <= 0 or not r:
+        return kv_budget, 0.0, None, []
+    pool = max(kv_budget, 0.0) * r / (1.0 + r)
+    cap = max(int(pool // state_bytes) // e.state_slots_per_request, 0)
+    note = (
+        f"{e.name} keeps the recurrent states in a pool of their own ({pool / 1e9:,.1f} GB "
+        f"per GPU, {r:g} of the attention KV's): it runs at most {cap:,} requests, "
+        f"{e.state_slots_per_request} state slots each"
+    )
+    return kv_budget - pool, pool, cap, [note]

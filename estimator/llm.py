@@ -18,7 +18,13 @@ from . import comm
 from .bands import bands_for
 from .efficiency import Efficiency, calibration_note, efficiency_key
 from .engine_limits import engine_cap_refusal, max_model_len_refusal
-from .engines import Engine, attention_precision, kv_budget_bytes, runtime_overhead_bytes
+from .engines import (
+    Engine,
+    attention_precision,
+    kv_budget_bytes,
+    runtime_overhead_bytes,
+    split_state_pool,
+)
 from .engines import engine as get_engine
 from .formats import kv_format, weight_format
 from .hardware import Accelerator
@@ -162,6 +168,11 @@ class Evaluator:
         room = cap - self.weight_bytes - self.activation_bytes - self.overhead_bytes
         self.kv_budget = min(budget, room)
         self.capacity = cap
+        # a hybrid's recurrent states: in the KV pool, or one of their own (SGLang)
+        self.kv_budget, self.state_pool, self.state_request_cap, notes = split_state_pool(
+            self.engine, self.kv_budget, self.state_bytes
+        )
+        self.notes += notes
         # the number an engine logs at start-up ("GPU KV cache size: N tokens"): tokens of
         # full-context KV the replica's budget holds (each GPU holds its share of each token)
         per_token = m.kv_bytes_per_token(self.kvfmt.bytes_per_value) * self.kv_share if a else 0.0
@@ -239,19 +250,22 @@ class Evaluator:
     # ---- memory -----------------------------------------------------------------------
     def kv_bytes_per_gpu(self, batch, context):
         """KV cache + recurrent state per GPU for ``batch`` sequences at ``context`` tokens."""
-        per_seq = (
-            self.model.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
-        )
-        return np.asarray(batch, float) * (per_seq + self.state_bytes)
+        kv = self.model.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value)
+        return np.asarray(batch, float) * (kv * self.kv_share + self.state_bytes)
+
+    def slot_bytes(self, context):
+        """Bytes per GPU one sequence at ``context`` tokens takes from :attr:`kv_budget`: its
+        KV, and its recurrent state where the engine keeps states in the same pool."""
+        kv = self.model.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value)
+        return kv * self.kv_share + (0.0 if self.state_pool else self.state_bytes)
 
     def max_batch(self, context):
         """Largest batch whose KV fits at ``context`` tokens per sequence (0 if none)."""
-        per_seq = (
-            self.model.kv_bytes_per_sequence(context, self.kvfmt.bytes_per_value) * self.kv_share
-        )
-        per_seq = per_seq + self.state_bytes
-        out = np.floor(np.maximum(self.kv_budget, 0) / np.maximum(per_seq, 1e-9))
-        return np.minimum(out, 1e9).astype(np.int64)
+        out = np.floor(np.maximum(self.kv_budget, 0) / np.maximum(self.slot_bytes(context), 1e-9))
+        out = np.minimum(out, 1e9)
+        if self.state_request_cap is not None:  # the state pool's requests
+            out = np.minimum(out, self.state_request_cap)
+        return out.astype(np.int64)
 
     # ---- time -------------------------------------------------------------------------
     def _comm(self, tokens, share: float = 1.0):
@@ -400,7 +414,7 @@ def estimate_replica(
     act_gb, over_gb = ev.activation_bytes / 1e9, ev.overhead_bytes / 1e9
     total = weights_gb + kv_gb + act_gb + over_gb
     cap = ev.capacity / 1e9
-    usable = (ev.kv_budget / 1e9) + weights_gb + act_gb + over_gb
+    usable = (ev.kv_budget + ev.state_pool) / 1e9 + weights_gb + act_gb + over_gb
     box = MemoryBox(
         weights=weights_gb,
         kv_cache=kv_gb,

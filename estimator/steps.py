@@ -228,6 +228,13 @@ def prepare_steps_many(
     return out
 
 
+def _seq_cap(ev: Evaluator) -> int:
+    """The most sequences the replica runs: the engine's cap, and the requests its pool of
+    recurrent states holds where it keeps one (:attr:`Evaluator.state_request_cap`)."""
+    cap = ev.state_request_cap
+    return ev.max_seqs if cap is None else min(ev.max_seqs, cap)
+
+
 def _prepare(evs, input_tokens, output_tokens, opts, encoder_s) -> list[Steps]:
     """:func:`prepare_steps_many` of evaluators that stack, one step-time call for all."""
     opts = opts or ServingOptions()
@@ -237,9 +244,9 @@ def _prepare(evs, input_tokens, output_tokens, opts, encoder_s) -> list[Steps]:
     ctx_mem = i_eff + output_tokens  # a sequence's own KV; the shared prefix is held once
     # KV per sequence depends on the model and split, not the GPU: alike in every row
     shared = ev.kv_bytes_per_gpu(1, input_tokens - i_eff) if h > 0 else 0.0
-    per_seq = float(ev.kv_bytes_per_gpu(1, ctx_mem))
+    per_seq = float(ev.slot_bytes(ctx_mem))
     slots = [
-        max(0, min(int(max(e.kv_budget - shared, 0) // max(per_seq, 1e-9)), e.max_seqs))
+        max(0, min(int(max(e.kv_budget - shared, 0) // max(per_seq, 1e-9)), _seq_cap(e)))
         for e in evs
     ]
     one = ev.prefill(1, i_eff)

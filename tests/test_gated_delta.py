@@ -110,3 +110,37 @@ def test_a_hybrid_estimate_says_what_each_sequence_holds_besides_kv(h100):
     note = next(n for n in e.notes if n.startswith("hybrid:"))
     assert "51.5 MB of recurrent state per GPU" in note
     assert not any(n.startswith("hybrid:") for n in estimate("llama-3.1-8b", "h100-sxm").notes)
+
+
+def test_sglang_keeps_a_hybrids_states_in_a_pool_of_their_own(h100):
+    """SGLang splits what its static fraction leaves between the states and the attention KV
+    at --mamba-full-memory-ratio 0.9 (states r/(1+r), KV 1/(1+r)) and runs at most the state
+    slots over 3 (its radix cache keeps states of cached prefixes); vLLM keeps both in one
+    pool and charges each sequence its state. By hand for Qwen3.5-9B on an H100."""
+    from estimator import Evaluator
+    from estimator.engines import engine, kv_budget_bytes
+    from estimator.steps import prepare_steps
+
+    m = get_model("qwen3.5-9b")
+    sg = Evaluator(m, h100, Parallel(), engine="sglang")
+    budget = kv_budget_bytes(engine("sglang"), h100.memory_bytes, sg.weight_bytes, 0.0, 1)
+    state = m.state_bytes_per_sequence()
+    assert sg.state_pool == pytest.approx(budget * 0.9 / 1.9)
+    assert sg.kv_budget == pytest.approx(budget / 1.9)
+    cap = int(budget * 0.9 / 1.9 // state) // 3
+    assert sg.state_request_cap == cap and 150 < cap < 200
+    assert int(sg.max_batch(623)) == cap  # the attention KV alone would hold far more
+    assert prepare_steps(sg, 342, 281).slots == cap
+    assert any("pool of their own" in n and f"{cap:,} requests" in n for n in sg.notes)
+    # vLLM: one pool, each sequence charged its KV and its state
+    vl = Evaluator(m, h100, Parallel(), engine="vllm")
+    assert vl.state_pool == 0.0 and vl.state_request_cap is None
+    per_seq = m.kv_bytes_per_sequence(623, 2.0) + state
+    assert int(vl.max_batch(623)) == int(vl.kv_budget // per_seq) > 4 * cap
+
+
+def test_sglang_pools_no_states_for_a_model_without_them(h100):
+    from estimator import Evaluator
+
+    ev = Evaluator(get_model("llama-3.1-8b"), h100, Parallel(), engine="sglang")
+    assert ev.state_pool == 0.0 and ev.state_request_cap is None
