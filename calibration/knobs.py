@@ -23,6 +23,7 @@ _FLAGS: dict[str, dict[str, str]] = {
         "--max-running-requests": "max_num_seqs",
         "--chunked-prefill-size": "max_num_batched_tokens",
         "--max-prefill-tokens": "max_num_batched_tokens",
+        "--mamba-full-memory-ratio": "mamba_full_memory_ratio",
     },
     "trtllm": {
         "--kv_cache_free_gpu_mem_fraction": "gpu_memory_utilization",
@@ -40,7 +41,8 @@ def published_knobs(notes: str, engine: str) -> dict[str, float]:
     for flag, knob in (_FLAGS.get(engine) or {}).items():
         for m in re.finditer(re.escape(flag) + _NUMBER, notes):
             value = float(m[1])
-            out[knob] = value if knob == "gpu_memory_utilization" else int(value)
+            fraction = knob in ("gpu_memory_utilization", "mamba_full_memory_ratio")
+            out[knob] = value if fraction else int(value)
     return out
 
 

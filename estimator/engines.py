@@ -193,6 +193,8 @@ KNOBS: dict[str, tuple[float, float]] = {
     "max_num_seqs": (1, 1_000_000),
     "max_num_batched_tokens": (16, 10_000_000),
     "max_model_len": (16, 1_000_000_000),
+    # SGLang's --mamba-full-memory-ratio: a hybrid's state pool over its attention KV pool
+    "mamba_full_memory_ratio": (0.01, 100.0),
 }
 
 
@@ -203,16 +205,20 @@ def configure(
     max_num_seqs: int | None = None,
     max_num_batched_tokens: int | None = None,
     max_model_len: int | None = None,
+    mamba_full_memory_ratio: float | None = None,
 ) -> Engine:
     """An engine with the knobs its users set: ``gpu_memory_utilization`` is vLLM's name for
     the memory fraction (SGLang's ``mem_fraction_static``, TensorRT-LLM's
-    ``free_gpu_memory_fraction``: the same field, each engine's own base)."""
+    ``free_gpu_memory_fraction``: the same field, each engine's own base);
+    ``mamba_full_memory_ratio`` is SGLang's, for an engine that keeps a hybrid's states in a
+    pool of their own."""
     e = engine(spec)
     given = {
         "gpu_memory_utilization": gpu_memory_utilization,
         "max_num_seqs": max_num_seqs,
         "max_num_batched_tokens": max_num_batched_tokens,
         "max_model_len": max_model_len,
+        "mamba_full_memory_ratio": mamba_full_memory_ratio,
     }
     given = {k: v for k, v in given.items() if v is not None}
     for name, v in given.items():
@@ -221,6 +227,14 @@ def configure(
             raise EstimatorError(f"{name} must be from {lo:,} to {hi:,}, not {v}")
     if "gpu_memory_utilization" in given:  # the field each engine calls its memory fraction
         given["fraction"] = given.pop("gpu_memory_utilization")
+    if "mamba_full_memory_ratio" in given:
+        if e.state_pool_ratio is None:
+            pooled = ", ".join(n for n, x in ENGINES.items() if x.state_pool_ratio)
+            raise EstimatorError(
+                f"mamba_full_memory_ratio is {pooled}'s: {e.name} keeps a hybrid's "
+                "recurrent states in its KV pool"
+            )
+        given["state_pool_ratio"] = given.pop("mamba_full_memory_ratio")
     return replace(e, **given) if given else e
 
 

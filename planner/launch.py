@@ -68,6 +68,8 @@ def _flags(engine: str, a: Assignment, w, knobs) -> list[str]:
         f += ["--max-running-requests", knobs.max_num_seqs]
         f += ["--mem-fraction-static", knobs.fraction, "--context-length", ctx]
         f += ["--chunked-prefill-size", knobs.max_num_batched_tokens]
+        if w.mamba_full_memory_ratio is not None:
+            f += ["--mamba-full-memory-ratio", knobs.state_pool_ratio]
         f += ["--kv-cache-dtype", kv] if kv else []
         f += ["--quantization", quant] if quant else []
         return f
@@ -105,6 +107,8 @@ def launch_commands(
             max_num_seqs=w.max_num_seqs,
             max_num_batched_tokens=w.max_num_batched_tokens,
             max_model_len=w.max_model_len,
+            # SGLang's alone: another engine's command keeps the states in its KV pool
+            mamba_full_memory_ratio=w.mamba_full_memory_ratio if engine == "sglang" else None,
         )
         args = [*_PROGRAM[engine], hub_id(a.model, presets), *_flags(engine, a, w, knobs)]
         copies = a.replicas * ((a.prefill_replicas or 0) + (a.decode_replicas or 0) or 1)

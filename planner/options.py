@@ -396,6 +396,7 @@ class SearchSpace:
             max_num_seqs=w.max_num_seqs,
             max_num_batched_tokens=w.max_num_batched_tokens,
             max_model_len=w.max_model_len,
+            mamba_full_memory_ratio=w.mamba_full_memory_ratio,
         )
         cands, excluded = enumerate_candidates(
             model, self.gpus, self.sc.fleet.max_gpus_per_replica, w.weights, w.kv_cache, engine

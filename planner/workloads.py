@@ -44,6 +44,12 @@ class LLMWorkload(BaseModel):
     max_model_len: int | None = Field(
         None, ge=KNOBS["max_model_len"][0], le=KNOBS["max_model_len"][1]
     )
+    mamba_full_memory_ratio: float | None = Field(
+        None,
+        ge=KNOBS["mamba_full_memory_ratio"][0],
+        le=KNOBS["mamba_full_memory_ratio"][1],
+        description="SGLang: a hybrid's state pool over its attention KV pool (default 0.9)",
+    )
     users: float = Field(gt=0, le=1e9, description="people (worker-equivalents)")
     hours_per_person: float = Field(
         ge=0.01, le=24, description="hours a day a person drives a session"

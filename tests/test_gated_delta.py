@@ -144,3 +144,51 @@ def test_sglang_pools_no_states_for_a_model_without_them(h100):
 
     ev = Evaluator(get_model("llama-3.1-8b"), h100, Parallel(), engine="sglang")
     assert ev.state_pool == 0.0 and ev.state_request_cap is None
+
+
+def test_sglangs_state_pool_ratio_is_a_knob_of_its_own(h100):
+    """--mamba-full-memory-ratio moves SGLang's split: a smaller state pool gives the
+    attention KV more room and caps the running requests lower; vLLM has no such pool and
+    refuses the knob with the engine that has it."""
+    from estimator import Evaluator
+    from estimator.engines import configure
+
+    m = get_model("qwen3.5-9b")
+    default = Evaluator(m, h100, Parallel(), engine="sglang")
+    low = Evaluator(m, h100, Parallel(), engine=configure("sglang", mamba_full_memory_ratio=0.25))
+    whole = default.kv_budget + default.state_pool
+    assert low.kv_budget + low.state_pool == pytest.approx(whole)
+    assert low.state_pool == pytest.approx(whole * 0.25 / 1.25)
+    assert low.kv_cache_tokens > 1.5 * default.kv_cache_tokens
+    assert low.state_request_cap == int(whole * 0.25 / 1.25 // m.state_bytes_per_sequence()) // 3
+    assert low.state_request_cap < default.state_request_cap
+    with pytest.raises(EstimatorError, match="sglang's: vllm keeps"):
+        configure("vllm", mamba_full_memory_ratio=0.5)
+
+
+def test_the_cli_and_the_published_runs_take_the_state_pool_ratio():
+    import json
+
+    from click.testing import CliRunner
+
+    from calibration.knobs import published_knobs
+    from planner.cli import main
+
+    args = ["estimate", "--model", "qwen3.5-9b", "--gpu", "h100-sxm", "--format", "json"]
+    runs = {
+        r: json.loads(
+            CliRunner()
+            .invoke(main, [*args, "--engine", "sglang", "--mamba-full-memory-ratio", r])
+            .output
+        )
+        for r in ("0.25", "0.9")
+    }
+    assert runs["0.25"]["kv_cache_tokens"] > runs["0.9"]["kv_cache_tokens"]
+    assert runs["0.25"]["max_batch"] < runs["0.9"]["max_batch"]
+    bad = CliRunner().invoke(main, [*args, "--mamba-full-memory-ratio", "0.5"])
+    assert bad.exit_code == 2 and "keeps a hybrid's recurrent states in its KV pool" in bad.output
+    flags = "sglang.launch_server --mem-fraction-static 0.8 --mamba-full-memory-ratio 0.5"
+    assert published_knobs(flags, "sglang") == {
+        "gpu_memory_utilization": 0.8,
+        "mamba_full_memory_ratio": 0.5,
+    }

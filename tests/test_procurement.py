@@ -319,3 +319,20 @@ def test_equal_cost_plans_break_ties_by_demand_served():
     assert sol.replicas == {1: 2}  # 90 seats, not 80
     flipped = solve(list(reversed(opts)), {"w": 80}, Limits(), purchases=buys)
     assert flipped.replicas == {0: 2}  # the same choice whatever the order
+
+
+def test_emitted_sglang_command_carries_the_state_pool_ratio(tmp_path):
+    """A hybrid workload served on SGLang with --mamba-full-memory-ratio: the plan is sized
+    with it and SGLang's command sets it; another engine's command leaves it out (it keeps
+    the states in its KV pool)."""
+    data = yaml.safe_load(_scenario(tmp_path, **{"fleet.gpus": ["h100-sxm"]}).read_text())
+    data["workloads"][0] |= {"model": "qwen3.5-9b", "engine": "sglang", "weights": "bf16"}
+    data["workloads"][0] |= {"kv_cache": "bf16", "mamba_full_memory_ratio": 0.5}
+    p = tmp_path / "hybrid.yaml"
+    p.write_text(yaml.safe_dump(data))
+    sc = load_scenario(p)
+    res = plan_scenario(sc, top=1)
+    (x,) = launch_commands(sc, res, "sglang")
+    args = shlex.split(x.command)
+    assert args[args.index("--mamba-full-memory-ratio") + 1] == "0.5"
+    assert "--mamba-full-memory-ratio" not in launch_commands(sc, res, "vllm")[0].command

@@ -185,6 +185,12 @@ _FORMAT_OPTIONS = [
         type=click.IntRange(*KNOBS["max_model_len"]),
         help="Longest sequence served [default: the model's maximum].",
     ),
+    click.option(
+        "--mamba-full-memory-ratio",
+        type=FiniteRange(*KNOBS["mamba_full_memory_ratio"]),
+        help="SGLang: a hybrid model's recurrent-state pool over its attention KV pool "
+        "[default: 0.9]; it also caps the running requests at the state slots over 3.",
+    ),
 ]
 
 
