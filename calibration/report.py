@@ -295,6 +295,11 @@ class Validation:
     def records(self) -> list[dict]:
         return row_records(self.report)
 
+    def band_coverage(self) -> dict:
+        """How the error bands hold on sources they were not built from (with ``cv``)."""
+        rep = self.report
+        return {} if rep.cv_predicted is None else band_coverage(rep.cases, rep.cv_predicted)
+
     def to_dict(self) -> dict:
         from dataclasses import asdict
 
@@ -303,6 +308,7 @@ class Validation:
             "coverage": coverage(self.report),
             "summary": self.report.summary,
             "cv_summary": self.report.cv_summary,
+            "band_coverage": self.band_coverage(),
             "families": [{**asdict(r), "error_pct": r.error_pct} for r in self.family_rows],
             "family_summary": self.family_summary,
             "memory_check": {

@@ -611,3 +611,19 @@ def test_an_estimate_under_a_harness_carries_the_harness_band():
     assert waves.band_factors["ttft"] != spread.band_factors["ttft"]
     assert waves.band_factors["tpot"] == spread.band_factors["tpot"]
     assert "rows of harnesses" in waves.operating_point["bands"]["basis"]
+
+
+def test_validate_prints_how_the_bands_hold_out_of_source(report):
+    """With --cv the table ends with each kind's out-of-source coverage, raw and widened, and
+    the JSON carries it; without CV predictions there is none."""
+    from planner.render.validation import validation_text
+
+    v = rp.Validation(shipped_files(), report, [], {}, [])
+    text = validation_text(v)
+    assert "Error bands on sources they were not built from" in text
+    cov = v.to_dict()["band_coverage"]
+    assert set(cov) >= {"throughput", "ttft", "tpot"}
+    for k, c in cov.items():
+        assert f"{k} {c['raw_p10_p90']:.0%} raw, {c['p10_p90']:.0%} widened" in text
+    plain = rp.Validation(shipped_files(), rp.run(shipped_files()), [], {}, [])
+    assert plain.band_coverage() == {} and "Error bands on" not in validation_text(plain)

@@ -38,6 +38,16 @@ def validation_text(v: Validation) -> str:
         for key in ("metric", "family", "source"):
             srows += [[f"{key}: {k}", *_fmt_stats(x)] for k, x in s[key].items()]
         out.append(tabulate(srows, headers=["", "rows", "median", "p90", "bias"]))
+    if cov := v.band_coverage():
+        out.append(
+            "\nError bands on sources they were not built from (share of rows inside p10-p90, "
+            "nominal 80%): "
+            + "; ".join(
+                f"{k} {c['raw_p10_p90']:.0%} raw, {c['p10_p90']:.0%} "
+                f"widened x{c['width_scale']:.2f}"
+                for k, c in cov.items()
+            )
+        )
     out.append("\nOther families (validation/nonllm_cases.csv; LLM-fitted efficiency factors):")
     out.append(
         tabulate(
