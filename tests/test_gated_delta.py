@@ -192,3 +192,28 @@ def test_the_cli_and_the_published_runs_take_the_state_pool_ratio():
         "gpu_memory_utilization": 0.8,
         "mamba_full_memory_ratio": 0.5,
     }
+
+
+def test_the_state_pool_ratio_where_it_does_nothing_or_does_not_exist(tmp_path):
+    """On a model without recurrent state the knob changes nothing and the estimate says so;
+    a scenario that sets it for an engine without such a pool is bad input naming the
+    workload (exit 2)."""
+    from pathlib import Path
+
+    import yaml
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    args = ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang"]
+    r = CliRunner().invoke(main, [*args, "--mamba-full-memory-ratio", "0.5"])
+    assert r.exit_code == 0 and "0.5 does nothing: the model has no recurrent state" in r.output
+    assert "does nothing" not in CliRunner().invoke(main, args).output
+    root = Path(__file__).resolve().parent.parent
+    data = yaml.safe_load((root / "scenarios" / "chat-assistant.yaml").read_text())
+    data["workloads"][0]["mamba_full_memory_ratio"] = 0.5  # its engine is vLLM
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(data))
+    r = CliRunner().invoke(main, ["solve", str(p)])
+    assert r.exit_code == 2 and "workload 'chat': mamba_full_memory_ratio is sglang's" in r.output
+    assert "Traceback" not in r.output
