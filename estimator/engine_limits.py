@@ -28,6 +28,19 @@ def engine_cap_refusal(ev: Evaluator, batch: int) -> str | None:
     )
 
 
+def state_pool_refusal(ev: Evaluator, batch: int, max_batch: int) -> str | None:
+    """An engine that keeps a hybrid's recurrent states in a pool of their own runs no more
+    requests than its state slots hold, whatever room the KV cache has left."""
+    cap = ev.state_request_cap
+    if cap is None or batch <= max_batch or max_batch < cap:
+        return None  # within the cap, or the KV cache binds first
+    return (
+        f"batch {batch} exceeds the {cap} requests {ev.engine.name}'s pool of recurrent "
+        f"states holds ({ev.engine.state_slots_per_request} state slots each): the rest "
+        "would wait; a larger --mamba-full-memory-ratio holds more"
+    )
+
+
 def max_model_len_refusal(ev: Evaluator, context: int, notes: list[str]) -> str | None:
     """The engine's sequence-length rules: a request longer than max_model_len is refused,
     and vLLM refuses to start when its KV cache cannot hold one max_model_len sequence ("max

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import comm
 from .bands import bands_for
 from .efficiency import Efficiency, calibration_note, efficiency_key
-from .engine_limits import engine_cap_refusal, max_model_len_refusal
+from .engine_limits import engine_cap_refusal, max_model_len_refusal, state_pool_refusal
 from .engines import (
     Engine,
     attention_precision,
@@ -441,7 +441,7 @@ def estimate_replica(
         notes.append(ctx_note)
     if ev.weight_bytes > ev.capacity:
         notes.append("weights alone exceed GPU memory")
-    refused_by = None
+    refused_by = state_pool_refusal(ev, b, max_b)
     if fits:
         refused_by = max_model_len_refusal(ev, end_ctx, notes) or engine_cap_refusal(ev, b)
         fits = refused_by is None

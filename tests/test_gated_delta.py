@@ -217,3 +217,16 @@ def test_the_state_pool_ratio_where_it_does_nothing_or_does_not_exist(tmp_path):
     r = CliRunner().invoke(main, ["solve", str(p)])
     assert r.exit_code == 2 and "workload 'chat': mamba_full_memory_ratio is sglang's" in r.output
     assert "Traceback" not in r.output
+
+
+def test_a_batch_beyond_sglangs_state_slots_is_refused_by_that_rule(h100):
+    """Past the requests SGLang's state pool holds, an estimate does not fit for that reason
+    (not for a memory shortfall of 0 GB); within it, it fits."""
+    from estimator import estimate
+
+    e = estimate("qwen3.5-9b", "h100-sxm", engine="sglang", batch=400)
+    cap = e.max_batch
+    assert not e.fits and e.shortfall_gb == 0.0
+    assert e.refused_by.startswith(f"batch 400 exceeds the {cap} requests sglang's pool")
+    assert estimate("qwen3.5-9b", "h100-sxm", engine="sglang", batch=cap).fits
+    assert estimate("qwen3.5-9b", "h100-sxm", engine="vllm", batch=400).fits
