@@ -13,7 +13,6 @@ import shlex
 from dataclasses import dataclass
 
 from estimator.catalog import model_catalog
-from estimator.engines import configure
 
 from .errors import ScenarioError
 from .results import Assignment, PlanResult
@@ -101,15 +100,7 @@ def launch_commands(
         w = workloads[a.workload]
         if a.ttft_s is None:  # not a language model: no engine command to emit
             continue
-        knobs = configure(
-            engine,
-            gpu_memory_utilization=w.gpu_memory_utilization,
-            max_num_seqs=w.max_num_seqs,
-            max_num_batched_tokens=w.max_num_batched_tokens,
-            max_model_len=w.max_model_len,
-            # SGLang's alone: another engine's command keeps the states in its KV pool
-            mamba_full_memory_ratio=w.mamba_full_memory_ratio if engine == "sglang" else None,
-        )
+        knobs = w.engine_config(engine)
         args = [*_PROGRAM[engine], hub_id(a.model, presets), *_flags(engine, a, w, knobs)]
         copies = a.replicas * ((a.prefill_replicas or 0) + (a.decode_replicas or 0) or 1)
         note = ""

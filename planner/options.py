@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 
 from estimator import (
     Accelerator,
-    EstimatorError,
     LanguageModel,
     Parallel,
     UnknownNameError,
@@ -19,7 +18,6 @@ from estimator import (
 )
 from estimator.bands import family_time_factor
 from estimator.efficiency import efficiency_key, fitted
-from estimator.engines import configure as configure_engine
 from estimator.families import family_of, get_family_model, is_family_model
 from estimator.resolve import weights_for
 
@@ -391,17 +389,7 @@ class SearchSpace:
                 f"workload '{w.name}': {w.input_tokens + w.output_tokens} tokens per request "
                 f"exceed its max_model_len {w.max_model_len}"
             )
-        try:
-            engine = configure_engine(
-                w.engine,
-                gpu_memory_utilization=w.gpu_memory_utilization,
-                max_num_seqs=w.max_num_seqs,
-                max_num_batched_tokens=w.max_num_batched_tokens,
-                max_model_len=w.max_model_len,
-                mamba_full_memory_ratio=w.mamba_full_memory_ratio,
-            )
-        except EstimatorError as e:  # a knob the workload's engine has not got
-            raise ScenarioError(f"workload '{w.name}': {e}") from None
+        engine = w.engine_config()
         cands, excluded = enumerate_candidates(
             model, self.gpus, self.sc.fleet.max_gpus_per_replica, w.weights, w.kv_cache, engine
         )

@@ -7,7 +7,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from estimator.engines import DIFFUSION_ENGINES, ENCODER_ENGINES, ENGINES, KNOBS, SPEECH_ENGINES
+from estimator.engines import (
+    DIFFUSION_ENGINES,
+    ENCODER_ENGINES,
+    ENGINES,
+    KNOBS,
+    SPEECH_ENGINES,
+    Engine,
+    configure,
+)
 from estimator.errors import EstimatorError
 from estimator.families.asr import DEFAULT_ASR_ENGINE, asr_engine
 from estimator.families.diffusion import DEFAULT_DIFFUSION_ENGINE, diffusion_engine
@@ -100,6 +108,19 @@ class LLMWorkload(BaseModel):
                 f"not '{self.image_resolution}'"
             ) from None
         return w, h
+
+    def engine_config(self, name: str | None = None) -> Engine:
+        """This workload's engine with the knobs it sets (``name``: another engine's, as a
+        launch command for it takes them: those it has not got left out); a knob the
+        workload's own engine has not got is bad input naming the workload."""
+        e = ENGINES[name or self.engine]
+        knobs = {k: getattr(self, k) for k in KNOBS}
+        if name and e.state_pool_ratio is None:
+            knobs.pop("mamba_full_memory_ratio")  # it keeps the states in its KV pool
+        try:
+            return configure(e, **knobs)
+        except EstimatorError as err:
+            raise ScenarioError(f"workload '{self.name}': {err}") from None
 
     def serving(self) -> ServingOptions:
         return ServingOptions(
