@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from estimator import EstimatorError, Workload, estimate_replica, get_gpu, get_model, gpu_catalog
+from estimator.comm import domain
 from estimator.engines import Engine
 from estimator.labels import Labelled
 from estimator.resolve import weights_for
@@ -105,7 +106,7 @@ def minimum_fit(
         found, seen = None, _Misses()
         for n in range(1, max_gpus + 1):  # every count: PP takes any whole number of stages
             ok, excluded = candidates_of(lm, acc, n, weights, kv, eng)
-            seen.add(ok, excluded, ctx)
+            seen.add(ok, excluded, ctx, within=n <= domain(acc) or bool(acc.scale_out_gb_s))
             # `estimate`'s own verdict (memory, max_model_len, the engine's sequence cap),
             # cheap memory check first; then the fastest per user among that many GPUs
             held = []
@@ -168,15 +169,17 @@ class _Misses:
         self.best, self.best_at, self.rule = -1, 0, None
         self.refused: str | None = None  # memory holds it, the engine's rules refuse it
 
-    def add(self, ok: list, excluded: list, ctx: int) -> None:
+    def add(self, ok: list, excluded: list, ctx: int, within: bool = True) -> None:
+        """``within``: the count fits the GPU's domain (or the GPU has a scale-out network)."""
         for c, ev in ok:
             b = min(int(ev.max_batch(ctx)), ev.max_seqs)
             if b > self.best:
                 self.best, self.best_at = b, c.gpus
         # the domain rule only says the count is too wide; the reason worth giving is the
-        # one met by the widest split that is allowed at all
+        # one met by the widest split that is allowed at all: a count past the domain says
+        # something only where nothing within it did
         for label, why in excluded:
-            if "domain" not in why or self.rule is None:
+            if self.rule is None or (within and "domain" not in why):
                 self.rule = f"{label}: {why}"
 
     def why(self, users: int, max_gpus: int) -> str:

@@ -200,6 +200,15 @@ def test_fit_says_why_not():
     assert not f.fits and "weights alone exceed" in f.why_not
 
 
+def test_fit_says_why_not_from_the_widest_split_the_domain_allows():
+    """Past its 8-GPU host an RTX 5090 has no network in its preset; wider counts also meet
+    other rules (TP=64 divides no heads), but what stops it is memory at the widest split
+    the host allows, and that is the reason given."""
+    (f,) = minimum_fit("qwen3.5-122b-a10b", users=1, gpus=["rtx-5090"], max_gpus=64).by_gpu
+    assert not f.fits and f.why_not.startswith("no split up to 64 GPUs starts; e.g. 8x rtx-5090")
+    assert "weights alone exceed usable memory" in f.why_not and "TP=64" not in f.why_not
+
+
 @pytest.mark.parametrize(
     "args",
     [
