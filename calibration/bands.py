@@ -183,18 +183,18 @@ def width_scales(cases: list[Case], cv_pred: np.ndarray) -> dict:
     from the other sources' residuals, a band misses the offsets each publisher's harness
     and stack share (the shipped data's raw p10-p90 held about 70% of a held-out source's
     rows), which is what an estimate for a new deployment meets."""
-    out = {}
-    for k, (x, _p5, p10, p50, p90, _p95, _s) in held_out_rows(cases, cv_pred).items():
-        out[k] = scale_for_coverage(x, p10, p50, p90)
-    return out
+    return {k: c["width_scale"] for k, c in band_coverage(cases, cv_pred).items()}
 
 
-def band_coverage(cases: list[Case], cv_pred: np.ndarray) -> dict:
+def band_coverage(cases: list[Case], cv_pred: np.ndarray | None) -> dict:
     """By kind of number: the share of each source's rows inside the bands the other sources
-    give, raw and widened by the kind's scale (:func:`width_scales`): p10-p90 (nominal
-    80%) and p5-p95 (nominal 90%), over the rows and as the mean of the sources' shares (each
-    source one vote, as in the fit)."""
-    out = {}
+    give, raw and widened by the kind's scale (the least that holds p10-p90 to
+    :data:`NOMINAL_INNER`): p10-p90 (nominal 80%) and p5-p95 (nominal 90%), over the rows and
+    as the mean of the sources' shares (each source one vote, as in the fit); {} without
+    leave-one-source-out predictions."""
+    out: dict = {}
+    if cv_pred is None:
+        return out
     for k, (x, p5, p10, p50, p90, p95, s) in held_out_rows(cases, cv_pred).items():
         scale = scale_for_coverage(x, p10, p50, p90)
         inner = {a: _inside(x, p50, p10, p90, a) for a in (1.0, scale)}

@@ -212,7 +212,7 @@ def markdown(rep: Report, files: list[Path], cal: dict) -> str:
         ]
         rows += [[f"source: {k}", *_fmt_stats(v)] for k, v in summ["source"].items()]
         lines += [tabulate(rows, headers=head, tablefmt="github"), ""]
-    cov = band_coverage(rep.cases, rep.cv_predicted) if rep.cv_predicted is not None else None
+    cov = band_coverage(rep.cases, rep.cv_predicted)
     lines += bands_markdown(cal.get("error_bands") or {}, cov)
     pred = rep.cv_predicted if rep.cv_predicted is not None else rep.predicted
     err = error_pct(pred, np.array([c.measured for c in rep.cases]))
@@ -297,8 +297,7 @@ class Validation:
 
     def band_coverage(self) -> dict:
         """How the error bands hold on sources they were not built from (with ``cv``)."""
-        rep = self.report
-        return {} if rep.cv_predicted is None else band_coverage(rep.cases, rep.cv_predicted)
+        return band_coverage(self.report.cases, self.report.cv_predicted)
 
     def to_dict(self) -> dict:
         from dataclasses import asdict

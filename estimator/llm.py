@@ -127,7 +127,7 @@ class Evaluator:
             self.notes.append(
                 f"hybrid: each sequence also holds {self.state_bytes / 1e6:,.1f} MB of "
                 "recurrent state per GPU, whatever its length: the KV-cache tokens count the "
-                "pool as attention KV alone, the largest batch charges each its state"
+                "pool as attention KV alone, the largest batch holds each its state too"
             )
 
         # --- activations and overhead (per GPU, bytes) ---------------------------------
