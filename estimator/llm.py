@@ -32,7 +32,7 @@ from .memory_box import MemoryBox
 from .model import LanguageModel
 from .parallel import Parallel, check_block_quant, check_split
 from .roofline import ACT_BYTES, Machine, StepTimes, slower
-from .routing import expert_touch, ranks_reached
+from .routing import ranks_reached, slowest_rank_touch
 
 # quantisation recipes (AWQ, GPTQ, ModelOpt FP8/FP4) keep embeddings and lm_head 16-bit
 EMBED_BYTES = 2.0
@@ -330,12 +330,12 @@ class Evaluator:
     ) -> StepTimes:
         """One stage pass of ``tokens`` tokens: the dense GEMMs (weights and activations; the
         lm_head over the ``logits`` tokens sampled from, default all), the routed experts'
-        grouped GEMMs (the experts those tokens touch) and the attention kernels
-        (``attn_bytes`` of KV cache and state, ``attn_flops``), each its own roofline.
-        ``stage``: the stage's layers and lm_head over a balanced stage's (1/pp of each)."""
-        m = self.model
-        ls, hs = stage
-        touched = expert_touch(m.moe.top_k, m.moe.num_experts, tokens) if m.is_moe else 0.0
+        grouped GEMMs (the experts those tokens touch; under EP on the busiest rank) and the
+        attention kernels (``attn_bytes`` of KV cache and state, ``attn_flops``), each its own
+        roofline. ``stage``: the stage's layers and lm_head over a balanced stage's (1/pp)."""
+        m, (ls, hs) = self.model, stage
+        moe, ep = (m.moe, self.par.ep) if m.is_moe else (None, 1)
+        touched = slowest_rank_touch(moe.top_k, moe.num_experts, ep, tokens) if moe else 0.0
         heads = tokens if logits is None else logits
         return self.machine.step(
             (self._layer_stream * self._stream_scale() + tokens * self.act_traffic) * ls

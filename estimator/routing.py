@@ -3,6 +3,8 @@ ranks one token reaches (uniform routing)."""
 
 from __future__ import annotations
 
+from math import lgamma
+
 import numpy as np
 
 
@@ -23,3 +25,24 @@ def ranks_reached(k: int, experts: int, ranks: int) -> float:
     for j in range(k):  # P(none of the k experts on a given rank), drawn without replacement
         miss *= max(others - j, 0.0) / (experts - j)
     return ranks * (1.0 - miss)
+
+
+def slowest_rank_touch(k: int, experts: int, ranks: int, tokens):
+    """Share of its own experts the busiest of ``ranks`` expert-parallel ranks streams in a
+    step: E[max over ranks of the experts touched on a rank] / (experts per rank), each
+    expert touched independently with :func:`expert_touch`'s probability (a Binomial per
+    rank). Every MoE layer ends in a collective, so each layer waits for its slowest rank:
+    at small batch a few ranks hold most of the touched experts (DeepSeek-V3, 4 tokens on
+    EP8: about 7 of a rank's 32 experts on the busiest against 3.8 on average). Under
+    expert-TP (``ranks`` 1) every rank streams a slice of every touched expert: balanced."""
+    p = np.clip(expert_touch(k, experts, tokens), 1e-12, 1 - 1e-12)
+    if ranks <= 1:
+        return expert_touch(k, experts, tokens)
+    n = max(int(round(experts / ranks)), 1)
+    j = np.arange(n + 1, dtype=float)
+    log_c = np.array([lgamma(n + 1) - lgamma(x + 1) - lgamma(n - x + 1) for x in j])
+    p = p[..., None]
+    pmf = np.exp(log_c + j * np.log(p) + (n - j) * np.log1p(-p))
+    cdf = np.clip(np.cumsum(pmf, axis=-1), 0.0, 1.0)
+    busiest = np.sum(1.0 - cdf[..., :-1] ** ranks, axis=-1)  # E[max] = sum_j P(max > j)
+    return busiest / n

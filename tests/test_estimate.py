@@ -142,6 +142,43 @@ def test_expert_touch_rises_with_batch_and_never_exceeds_one():
     assert s[-1] == pytest.approx(1.0, abs=1e-12)
 
 
+def test_the_busiest_expert_parallel_rank_matches_uniform_routing():
+    """Under EP each MoE layer waits for the rank whose own experts the step touches most:
+    the closed form (a Binomial per rank) against a Monte Carlo of uniform top-k routing."""
+    from estimator.routing import slowest_rank_touch
+
+    rng = np.random.default_rng(0)
+    k, experts, ranks = 8, 256, 8  # DeepSeek-V3/R1 on 8 GPUs at EP8
+    for tokens in (1, 4, 16):
+        picks = rng.random((3000, tokens, experts)).argsort(-1)[..., :k]
+        touched = np.zeros((3000, experts), bool)
+        for t in range(tokens):
+            np.put_along_axis(touched, picks[:, t], True, axis=1)
+        busiest = touched.reshape(3000, ranks, -1).sum(-1).max(-1).mean() / (experts / ranks)
+        assert slowest_rank_touch(k, experts, ranks, tokens) == pytest.approx(busiest, rel=0.03)
+    b = np.arange(1, 2000)
+    share = slowest_rank_touch(k, experts, ranks, b)
+    mean = expert_touch(k, experts, b)
+    assert np.all(share >= mean - 1e-12) and np.all(share <= 1.0)
+    assert share[3] / mean[3] == pytest.approx(1.72, abs=0.02)  # 4 tokens: 1.7x the mean
+    assert share[-1] == pytest.approx(1.0, abs=1e-9)  # every expert touched: balanced
+    # expert-TP: every rank streams a slice of every touched expert
+    assert np.array_equal(slowest_rank_touch(k, experts, 1, b), mean)
+
+
+def test_expert_parallel_decode_waits_for_its_busiest_rank():
+    """Same bytes in all, but at small batch EP8 streams more on its slowest rank than
+    expert-TP8 streams on every rank; at large batch (every expert touched) they agree."""
+    m, g = get_model("deepseek-r1"), get_gpu("h200")
+    tp = Evaluator(m, g, Parallel(tp=8), weights="fp8")
+    ep = Evaluator(m, g, Parallel(tp=8, ep=8), weights="fp8")
+    small, large = tp.decode_step(4, 2048), ep.decode_step(4, 2048)
+    assert large.expert_memory > 1.5 * small.expert_memory
+    assert ep.decode_step(4096, 2048).expert_memory == pytest.approx(
+        tp.decode_step(4096, 2048).expert_memory, rel=1e-6
+    )
+
+
 def test_a_dispatch_reaches_each_rank_once():
     """A token goes once to each expert-parallel rank holding one of its top-k experts:
     r x (1 - C(E - E/r, k) / C(E, k)) ranks, its own included."""
