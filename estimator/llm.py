@@ -32,7 +32,7 @@ from .memory_box import MemoryBox
 from .model import LanguageModel
 from .parallel import Parallel, check_block_quant, check_split
 from .roofline import ACT_BYTES, Machine, StepTimes, slower
-from .routing import ranks_reached, slowest_rank_touch
+from .routing import ep_note, ranks_reached, slowest_rank_touch
 
 # quantisation recipes (AWQ, GPTQ, ModelOpt FP8/FP4) keep embeddings and lm_head 16-bit
 EMBED_BYTES = 2.0
@@ -71,7 +71,7 @@ class Evaluator:
             check_block_quant(model, par)
         attention = attention_precision(self.engine, self.wfmt.name, self.kvfmt.name, gpu.family)
         self.machine = Machine(gpu, par, self.wfmt.compute, efficiency, self.engine.name, attention)
-        notes = (self.machine.precision_note, comm.pcie_ring_note(gpu, par))
+        notes = (self.machine.precision_note, comm.pcie_ring_note(gpu, par), ep_note(model, par.ep))
         self.notes: list[str] = [n for n in notes if n]
         if efficiency is None and (note := calibration_note(efficiency_key(gpu))):
             self.notes.append(f"{gpu.name}: {note}")

@@ -46,3 +46,18 @@ def slowest_rank_touch(k: int, experts: int, ranks: int, tokens):
     cdf = np.clip(np.cumsum(pmf, axis=-1), 0.0, 1.0)
     busiest = np.sum(1.0 - cdf[..., :-1] ** ranks, axis=-1)  # E[max] = sum_j P(max > j)
     return busiest / n
+
+
+def ep_note(model, ranks: int) -> str | None:
+    """What an estimate says of an expert-parallel split: how much more than the mean rank its
+    busiest rank streams (None without EP or experts)."""
+    if ranks <= 1 or not model.is_moe:
+        return None
+    k, e = model.moe.top_k, model.moe.num_experts
+    tokens = np.array([1.0, 8.0, 64.0])
+    r = slowest_rank_touch(k, e, ranks, tokens) / expert_touch(k, e, tokens)
+    return (
+        f"EP{ranks}: each MoE layer waits for the rank whose own experts its tokens touch "
+        f"most (uniform routing): {r[0]:.1f}x the mean rank's expert weights at 1 token a "
+        f"step, {r[1]:.1f}x at 8, {r[2]:.2f}x at 64 (expert-TP streams a slice of each: even)"
+    )

@@ -177,6 +177,9 @@ def test_expert_parallel_decode_waits_for_its_busiest_rank():
     assert ep.decode_step(4096, 2048).expert_memory == pytest.approx(
         tp.decode_step(4096, 2048).expert_memory, rel=1e-6
     )
+    # the estimate says so, with the busiest rank's excess at 1, 8 and 64 tokens a step
+    assert any(n.startswith("EP8: each MoE layer waits") and "2.5x" in n for n in ep.notes)
+    assert not any(n.startswith("EP") for n in tp.notes)
 
 
 def test_a_dispatch_reaches_each_rank_once():
