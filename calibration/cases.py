@@ -49,12 +49,15 @@ COLUMNS = [
 # the fit's surrogate (calibration.batch) still reads them with the harness formulas
 VARIABLE_LENGTHS = "VARIABLE LENGTHS"
 
+# A run with speculative decoding on (MTP, EAGLE): its time per token and throughput follow an
+# acceptance rate no row publishes, so only its TTFT (the prompt pass) is scored
+SPECULATIVE_FLAGS = ("SPECULATIVE", "MTP speculative")
+
 # Rows the fit leaves out (still reported): their number is dominated by something the
 # roofline does not claim to model row by row.
 FIT_EXCLUDE_FLAGS = (
     "QUEUEING-DOMINATED",
-    "SPECULATIVE",
-    "MTP speculative",
+    *SPECULATIVE_FLAGS,
     "READ-FROM-CHART",
     "NON-DEFAULT KERNELS",  # the engine run with its optimised kernels switched off
 )
@@ -339,6 +342,8 @@ def prepare(idx: int, row: dict) -> Case | Skipped:
     if wd not in _WEIGHTS:
         return Skipped(idx, row, f"weight format '{wd or 'blank'}' not published")
     notes = row.get("notes", "")
+    if metric != "ttft_ms" and any(f in notes for f in SPECULATIVE_FLAGS):
+        return Skipped(idx, row, "speculative decoding: its acceptance rate not published")
     assumptions = []
     weights = _WEIGHTS[wd]
     if wd == "w4a8-awq":

@@ -548,6 +548,22 @@ def test_open_loop_rows_without_a_steady_state_or_with_a_set_throughput_are_skip
         assert why in prepare(0, row).reason
 
 
+def test_speculative_runs_score_their_prompt_pass_only():
+    """A run with MTP or EAGLE drafting: its time per token and throughput depend on an
+    acceptance rate no row publishes, so only its TTFT is scored (InferenceX's MI355X MTP
+    runs, TensorRT-LLM's DeepSeek-R1 MTP on B200)."""
+    rows = [r for r in load_rows(shipped_files()) if "MTP speculative decoding ON" in r["notes"]]
+    assert {r["metric"] for r in rows} >= {"ttft_ms", "tpot_ms", "itl_ms"}
+    for r in rows:
+        out = prepare(0, r)
+        if r["metric"] == "ttft_ms":
+            assert out.kind == "closed"
+        else:
+            assert out.reason.startswith("speculative decoding") and out.kind == "unpublished"
+    plain = next(r for r in load_rows(shipped_files()) if "no MTP/speculative" in r["notes"])
+    assert not hasattr(prepare(0, {**plain, "metric": "tpot_ms"}), "reason")
+
+
 def test_tables_name_the_load_a_row_was_measured_at():
     from calibration.cases import load_label
 
