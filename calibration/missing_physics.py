@@ -244,6 +244,7 @@ MISSING_PHYSICS = [
     "  the CDNA3 memory share 0.86 -> 0.73 and",
     "  bias the family's other rows (Llama-4, Qwen3-Coder under SGLang, AMD's vLLM blogs)",
     "  -0.7 -> -7%: not shipped. A plan for DeepSeek-class MLA+MoE models on MI300X or",
-    "  MI325X under SGLang should expect 1.5x the estimated time per token.",
+    "  MI325X under SGLang should expect about 1.7x the estimated time per token (their",
+    "  median; 1.3-2.6x by run).",
     "",
 ]

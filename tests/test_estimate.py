@@ -148,14 +148,22 @@ def test_the_busiest_expert_parallel_rank_matches_uniform_routing():
     from estimator.routing import slowest_rank_touch
 
     rng = np.random.default_rng(0)
-    k, experts, ranks = 8, 256, 8  # DeepSeek-V3/R1 on 8 GPUs at EP8
-    for tokens in (1, 4, 16):
-        picks = rng.random((3000, tokens, experts)).argsort(-1)[..., :k]
-        touched = np.zeros((3000, experts), bool)
-        for t in range(tokens):
-            np.put_along_axis(touched, picks[:, t], True, axis=1)
-        busiest = touched.reshape(3000, ranks, -1).sum(-1).max(-1).mean() / (experts / ranks)
-        assert slowest_rank_touch(k, experts, ranks, tokens) == pytest.approx(busiest, rel=0.03)
+    # DeepSeek-V3/R1 at EP8; Llama-4 Maverick's top-1 of 128 at EP8; Mixtral's top-2 of 8
+    for k, experts, ranks in ((8, 256, 8), (1, 128, 8), (2, 8, 2)):
+        for tokens in (1, 2, 4, 16):
+            picks = rng.random((2000, tokens, experts)).argsort(-1)[..., :k]
+            touched = np.zeros((2000, experts), bool)
+            for t in range(tokens):
+                np.put_along_axis(touched, picks[:, t], True, axis=1)
+            busiest = touched.reshape(2000, ranks, -1).sum(-1).max(-1).mean() * ranks / experts
+            got = slowest_rank_touch(k, experts, ranks, tokens)
+            assert got == pytest.approx(busiest, rel=0.06)
+    # top-1 at one token: one rank streams a whole expert, 8x the mean rank at EP8
+    assert slowest_rank_touch(1, 128, 8, 1) == pytest.approx(1 / 16)
+    assert slowest_rank_touch(8, 256, 8, 0) == 0.0
+    with pytest.raises(ValueError, match="do not divide"):
+        slowest_rank_touch(2, 8, 16, 1)
+    k, experts, ranks = 8, 256, 8
     b = np.arange(1, 2000)
     share = slowest_rank_touch(k, experts, ranks, b)
     mean = expert_touch(k, experts, b)
@@ -172,8 +180,8 @@ def test_expert_parallel_decode_waits_for_its_busiest_rank():
     m, g = get_model("deepseek-r1"), get_gpu("h200")
     tp = Evaluator(m, g, Parallel(tp=8), weights="fp8")
     ep = Evaluator(m, g, Parallel(tp=8, ep=8), weights="fp8")
-    small, large = tp.decode_step(4, 2048), ep.decode_step(4, 2048)
-    assert large.expert_memory > 1.5 * small.expert_memory
+    tp4, ep4 = tp.decode_step(4, 2048), ep.decode_step(4, 2048)
+    assert ep4.expert_memory > 1.5 * tp4.expert_memory
     assert ep.decode_step(4096, 2048).expert_memory == pytest.approx(
         tp.decode_step(4096, 2048).expert_memory, rel=1e-6
     )

@@ -560,6 +560,10 @@ def test_speculative_runs_score_their_prompt_pass_only():
             assert out.kind == "closed"
         else:
             assert out.reason.startswith("speculative decoding") and out.kind == "unpublished"
+    flagged = [r for r in load_rows(shipped_files()) if "SPECULATIVE:" in r["notes"]]
+    decode = [r for r in flagged if r["metric"] != "ttft_ms"]  # TensorRT-LLM's MTP on B200
+    assert decode and all(prepare(0, r).reason.startswith("speculative") for r in decode)
+    assert all(prepare(0, r).kind != "unpublished" for r in flagged if r not in decode)
     plain = next(r for r in load_rows(shipped_files()) if "no MTP/speculative" in r["notes"])
     assert not hasattr(prepare(0, {**plain, "metric": "tpot_ms"}), "reason")
 
