@@ -3,6 +3,7 @@ ranks one token reaches (uniform routing)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from math import lgamma
 
 import numpy as np
@@ -43,14 +44,31 @@ def slowest_rank_touch(k: int, experts: int, ranks: int, tokens):
     if experts % ranks:
         raise ValueError(f"{ranks} expert-parallel ranks do not divide {experts} experts")
     n = experts // ranks
+    grid, table = _busiest_table(n, ranks)
+    busiest = np.interp(share, grid, table)  # a function of the touch probability alone
+    even = np.ceil(share * experts / ranks - 1e-9) / n  # the touched experts dealt out evenly
+    return np.where(share > 0, np.maximum(busiest, even), 0.0)
+
+
+@lru_cache(maxsize=128)
+def _busiest_table(n: int, ranks: int) -> tuple[np.ndarray, np.ndarray]:
+    """E[max of ``ranks`` Binomial(n, p)] / n on a grid of p (geometric near 0, where steps
+    touch few experts): interpolated, it answers a whole batch grid at the cost of a lookup."""
+    grid = np.concatenate(([0.0], np.geomspace(1e-7, 1.0, 600)))
     j = np.arange(n + 1, dtype=float)
     log_c = np.array([lgamma(n + 1) - lgamma(x + 1) - lgamma(n - x + 1) for x in j])
-    p = np.clip(share, 1e-12, 1 - 1e-12)[..., None]
+    p = np.clip(grid, 1e-12, 1 - 1e-12)[:, None]
     pmf = np.exp(log_c + j * np.log(p) + (n - j) * np.log1p(-p))
     cdf = np.clip(np.cumsum(pmf, axis=-1), 0.0, 1.0)
-    busiest = np.sum(1.0 - cdf[..., :-1] ** ranks, axis=-1)  # E[max] = sum_j P(max > j)
-    even = np.ceil(share * experts / ranks - 1e-9)  # the touched experts dealt out evenly
-    return np.where(share > 0, np.maximum(busiest, even) / n, 0.0)
+    busiest = np.sum(1.0 - cdf[:, :-1] ** ranks, axis=-1)  # E[max] = sum_j P(max > j)
+    return grid, busiest / n
+
+
+@lru_cache(maxsize=128)
+def _ep_excess(k: int, experts: int, ranks: int) -> tuple[float, ...]:
+    tokens = np.array([1.0, 8.0, 64.0])
+    r = slowest_rank_touch(k, experts, ranks, tokens) / expert_touch(k, experts, tokens)
+    return tuple(float(x) for x in r)
 
 
 def ep_note(model, ranks: int) -> str | None:
@@ -58,9 +76,7 @@ def ep_note(model, ranks: int) -> str | None:
     busiest rank streams (None without EP or experts)."""
     if ranks <= 1 or not model.is_moe:
         return None
-    k, e = model.moe.top_k, model.moe.num_experts
-    tokens = np.array([1.0, 8.0, 64.0])
-    r = slowest_rank_touch(k, e, ranks, tokens) / expert_touch(k, e, tokens)
+    r = _ep_excess(model.moe.top_k, model.moe.num_experts, ranks)
     return (
         f"EP{ranks}: each MoE layer waits for the rank whose own experts its tokens touch "
         f"most (uniform routing): {r[0]:.1f}x the mean rank's expert weights at 1 token a "
