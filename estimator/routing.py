@@ -1,5 +1,5 @@
-"""Where a MoE layer's tokens go: the share of experts a step touches and the expert-parallel
-ranks one token reaches (uniform routing)."""
+"""Where a MoE layer's tokens go: the share of experts a step touches, the share its busiest
+expert-parallel rank streams, and the ranks one token reaches (uniform routing)."""
 
 from __future__ import annotations
 
