@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import comm
 from .bands import bands_for
+from .caveats import measured_caveats
 from .efficiency import Efficiency, calibration_note, efficiency_key
 from .engine_limits import engine_cap_refusal, max_model_len_refusal, state_pool_refusal
 from .engines import (
@@ -67,12 +68,11 @@ class Evaluator:
             kv_format(kv),
             get_engine(engine),
         )
-        if self.wfmt.name == "fp8":  # the checkpoint's own block-FP8 layout
-            check_block_quant(model, par)
+        check_block_quant(model, par, self.wfmt.name)
         attention = attention_precision(self.engine, self.wfmt.name, self.kvfmt.name, gpu.family)
         self.machine = Machine(gpu, par, self.wfmt.compute, efficiency, self.engine.name, attention)
         notes = (self.machine.precision_note, comm.pcie_ring_note(gpu, par), ep_note(model, par.ep))
-        self.notes: list[str] = [n for n in notes if n]
+        self.notes: list[str] = [n for n in notes if n] + measured_caveats(model, gpu, self.engine)
         if efficiency is None and (note := calibration_note(efficiency_key(gpu))):
             self.notes.append(f"{gpu.name}: {note}")
         self.precision = self.machine.precision

@@ -112,12 +112,12 @@ def _divisors(n: int, limit: int) -> list[int]:
     return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
 
 
-def check_block_quant(model: LanguageModel, par: Parallel) -> None:
+def check_block_quant(model: LanguageModel, par: Parallel, weights: str = "fp8") -> None:
     """Block-wise FP8 weights shard only along whole blocks: every TP shard of an MLP or
     expert width must be a multiple of the block (vLLM's Fp8 linear and fused-MoE methods
     refuse the checkpoint otherwise: 'output_size ... is not divisible by weight quantization
-    block_n')."""
-    if not model.weight_block:
+    block_n'). Only the checkpoint's own FP8 layout has the blocks (``weights`` fp8)."""
+    if weights != "fp8" or not model.weight_block:
         return
     block = max(model.weight_block)
     widths = []

@@ -190,6 +190,25 @@ def test_expert_parallel_decode_waits_for_its_busiest_rank():
     assert not any(n.startswith("EP") for n in tp.notes)
 
 
+def test_estimates_say_where_published_runs_measured_them_optimistic():
+    """A caveat is said for the stacks whose published runs the physics misses (MLA+MoE under
+    SGLang on CDNA3; Gated DeltaNet hybrids under SGLang), and only for them."""
+
+    def caveats(model, gpu, engine, gpus=8):
+        ev = Evaluator(get_model(model), get_gpu(gpu), Parallel(tp=gpus), "fp8", "fp8", engine)
+        return [n for n in ev.notes if n.startswith("measured:")]
+
+    assert "MI300X/MI325X" in caveats("deepseek-r1", "mi300x", "sglang")[0]
+    assert "MI300X/MI325X" in caveats("deepseek-r1", "mi325x", "sglang")[0]
+    assert caveats("deepseek-r1", "mi300x", "vllm") == []  # vLLM's runs were not measured so
+    assert caveats("deepseek-r1", "mi355x", "sglang") == []  # CDNA4 sits within 10%
+    assert caveats("deepseek-r1", "h200", "sglang") == []
+    assert caveats("llama-3.1-70b", "mi300x", "sglang") == []  # dense GQA: no MLA kernels
+    hybrid = caveats("qwen3-next-80b-a3b", "h200", "sglang", gpus=1)
+    assert len(hybrid) == 1 and "Gated DeltaNet" in hybrid[0]
+    assert caveats("qwen3-next-80b-a3b", "h200", "vllm", gpus=1) == []
+
+
 def test_a_dispatch_reaches_each_rank_once():
     """A token goes once to each expert-parallel rank holding one of its top-k experts:
     r x (1 - C(E - E/r, k) / C(E, k)) ranks, its own included."""
