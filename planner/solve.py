@@ -115,6 +115,7 @@ def plan_scenario(
     res.alternatives.sort(key=lambda p: (p.cost_usd, p.total_gpus, p.label()))
     res.notes += _calibration_notes(pl, [res.plan, *res.alternatives])
     res.notes += _link_notes(pl, res.plan)
+    res.notes += _caveat_notes(pl, res.plan)
     if sc.confidence is not None:
         res.notes.append(_at_point_estimate(sc, presets, res.plan.cost_per_year_usd))
     return res
@@ -140,6 +141,22 @@ def _link_notes(pl: SearchSpace, plan: Plan) -> list[str]:
         for a in plan.assignments
         if a.gpu in gpus
         and (note := pcie_ring_note(gpus[a.gpu], Parallel(tp=a.tp, attention_dp=a.attention_dp)))
+    }
+    return sorted(notes)
+
+
+def _caveat_notes(pl: SearchSpace, plan: Plan) -> list[str]:
+    """What published runs measured of the recommendation's stacks where the estimate is
+    known to be optimistic (estimator.caveats: model class, GPU family, engine), once each."""
+    from estimator.caveats import measured_caveats
+
+    gpus = {g.name: g for g in pl.gpus}
+    engines = {w.name: w.engine for w in pl.sc.workloads if w.name in pl.models}
+    notes = {
+        f"{a.workload} on {a.gpu}: {note}"
+        for a in plan.assignments
+        if a.workload in pl.models and a.gpu in gpus
+        for note in measured_caveats(pl.models[a.workload], gpus[a.gpu], engines[a.workload])
     }
     return sorted(notes)
 

@@ -688,6 +688,27 @@ def test_plans_note_the_gpu_types_no_published_run_calibrates(tmp_path):
             assert flagged[0].startswith("gaudi3: ") and "gaudi3 family" in flagged[0]
 
 
+def test_plans_say_what_published_runs_measured_of_their_stack(tmp_path):
+    """A plan whose recommendation runs a stack published runs measured slower than the
+    estimate (DeepSeek-R1 under SGLang on MI300X: estimator.caveats) says so beside it; the
+    same model under vLLM carries no such note."""
+    ds = """name: ds
+workloads:
+  - {name: chat, model: deepseek-r1, weights: fp8, kv_cache: fp8, engine: ENGINE, users: 300,
+     hours_per_person: 3, utilisation: 0.5, input_tokens: 2000, output_tokens: 400,
+     ttft_s: 2.0, tokens_per_s: 20, think_time_s: 20}
+fleet: {gpus: [mi300x], max_gpus_per_replica: 8}
+"""
+    for engine, noted in (("sglang", True), ("vllm", False)):
+        p = write(tmp_path, ds.replace("ENGINE", engine), f"{engine}.yaml")
+        res = plan_scenario(load_scenario(p), top=1)
+        assert res.feasible and set(res.plan.gpus_by_type) == {"mi300x"}
+        said = [n for n in res.notes if n.startswith("chat on mi300x: measured:")]
+        assert bool(said) == noted, res.notes
+        if noted:
+            assert "MI300X/MI325X" in said[0] and "1.3-2.6x" in said[0]
+
+
 def test_calibrated_only_keeps_the_gpus_the_accuracy_figures_cover(tmp_path):
     """fleet.calibrated_only plans only on GPUs whose family's bandwidth and compute shares
     are both fitted (H100, MI300X here), says which it left out (L40S: its compute share is
