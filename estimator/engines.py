@@ -284,11 +284,12 @@ def split_state_pool(
     holds (:attr:`Engine.state_pool_ratio`)."""
     r = e.state_pool_ratio
     if state_bytes <= 0 or not r:
-        default = ENGINES[e.name].state_pool_ratio if e.name in ENGINES else r
-        if r and r != default and state_bytes <= 0:  # a knob set where it means nothing
-            note = f"mamba_full_memory_ratio {r:g} does nothing: the model has no recurrent state"
-            return kv_budget, 0.0, None, [note]
-        return kv_budget, 0.0, None, []
+        notes = []
+        if r and r != ENGINES.get(e.name, e).state_pool_ratio:  # a knob set where it does nothing
+            notes.append(
+                f"mamba_full_memory_ratio {r:g} does nothing: the model has no recurrent state"
+            )
+        return kv_budget, 0.0, None, notes
     pool = max(kv_budget, 0.0) * r / (1.0 + r)
     cap = max(int(pool // state_bytes) // e.state_slots_per_request, 0)
     note = (
