@@ -32,6 +32,15 @@ CAVEATS: tuple[Caveat, ...] = (
         "prefill arriving prompts stall decode far beyond their FLOPs); at one client it "
         "matched within 15%",
     ),
+    Caveat(
+        lambda m, g, e: e == "vllm",
+        "measured: vLLM's own time to a first token (HTTP, tokenising, scheduling, streaming "
+        "the token back) is not in this TTFT: its published runs disagree by version, beyond "
+        "the prompt's GPU time about 0 ms under v0.8.3 (Llama-3.3-70B on 8x A100, 1 req/s), "
+        "12 ms under v0.17.1 (Qwen3.5-9B on an H100, 1 req/s) and 48 ms under v0.11.0 "
+        "(Qwen3-8B on an H100, one client through the chat endpoint; "
+        "validation/candidates/llm_vllm_serving_prs.csv)",
+    ),
 )
 
 

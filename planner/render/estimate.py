@@ -18,8 +18,9 @@ def estimate_text(e: ServingEstimate | FamilyEstimate) -> str:
     lo = e.under_load
     if lo:
         b = lo.get("bands") or {}
+        n = e.workload["batch"]
         out += (
-            f"\nunder load ({e.workload['batch']} users in a closed loop, think "
+            f"\nunder load ({n} user{'' if n == 1 else 's'} in a closed loop, think "
             f"{lo['think_time_s']:g} s): TTFT {lo['ttft_s']:.3g} s mean, "
             f"{lo['ttft_p90_s']:.3g} s p90{_band(b.get('ttft_s'), 's')}; "
             f"{lo['per_user_tokens_per_s']:.1f} tok/s per user"
