@@ -12,20 +12,22 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Caveat:
-    applies: Callable[[Any, Any, str], bool]  # (model, gpu, engine name)
+    applies: Callable[[Any, Any, str, str], bool]  # (model, gpu, engine name, weight format)
     text: str
 
 
 CAVEATS: tuple[Caveat, ...] = (
     Caveat(
-        lambda m, g, e: m.uses_mla and m.is_moe and g.family == "cdna3" and e == "sglang",
-        "measured: DeepSeek-R1 FP8 under SGLang v0.5.9-v0.5.12 on 8x MI300X/MI325X took "
-        "1.3-2.6x this estimate's time per token (median 1.7x; InferenceX, 72 runs, "
-        "validation/candidates/llm_measured_inferencex_cdna3.csv), where MI355X and H200 in "
-        "the same harness sit within 10%: gfx942's MLA and block-FP8 MoE kernels",
+        lambda m, g, e, w: m.is_moe and w == "fp8" and g.family == "cdna3" and e == "sglang",
+        "measured: MoE models with FP8 weights under SGLang on 8x MI300X/MI325X took "
+        "1.3-2.6x this estimate's time per token: DeepSeek-R1 under v0.5.9-v0.5.12 (median "
+        "1.7x; InferenceX, 72 runs, validation/candidates/llm_measured_inferencex_cdna3.csv) "
+        "and Qwen3-Coder-480B-A35B under 0.5.7 (1.9-2.6x at 1-64 clients; the SGLang "
+        "cookbook), where MI355X and H200 in the same harness sit within 10% and BF16 "
+        "Llama-4 on MI300X within 17% at up to 16 clients: gfx942's block-FP8 MoE kernels",
     ),
     Caveat(
-        lambda m, g, e: m.num_linear_layers > 0 and e == "sglang",
+        lambda m, g, e, w: m.num_linear_layers > 0 and e == "sglang",
         "measured: SGLang's mean time per token on Gated DeltaNet hybrids under load was "
         "2.7-4.6x this estimate's (GPUStack's Qwen3.5-9B and 35B-A3B at 8 req/s, SGLang "
         "0.5.9; the SGLang cookbook's Qwen3-Next-80B at 100 clients, 0.5.6: iterations that "
@@ -33,7 +35,7 @@ CAVEATS: tuple[Caveat, ...] = (
         "matched within 15%",
     ),
     Caveat(
-        lambda m, g, e: e == "vllm",
+        lambda m, g, e, w: e == "vllm",
         "measured: vLLM's own time to a first token (HTTP, tokenising, scheduling, streaming "
         "the token back) is not in this TTFT: its published runs disagree by version, beyond "
         "the prompt's GPU time about 0 ms under v0.8.3 (Llama-3.3-70B on 8x A100, 1 req/s), "
@@ -44,8 +46,8 @@ CAVEATS: tuple[Caveat, ...] = (
 )
 
 
-def measured_caveats(model, gpu, engine) -> list[str]:
-    """The caveats whose published runs match this model class, GPU family and engine (an
-    :class:`~estimator.engines.Engine` or its name)."""
+def measured_caveats(model, gpu, engine, weights: str) -> list[str]:
+    """The caveats whose published runs match this model class, GPU family, engine (an
+    :class:`~estimator.engines.Engine` or its name) and weight format."""
     name = getattr(engine, "name", engine)
-    return [c.text for c in CAVEATS if c.applies(model, gpu, name)]
+    return [c.text for c in CAVEATS if c.applies(model, gpu, name, weights)]

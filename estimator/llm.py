@@ -63,16 +63,13 @@ class Evaluator:
     ):
         check_split(model, par)
         self.model, self.gpu, self.par = model, gpu, par
-        self.wfmt, self.kvfmt, self.engine = (
-            weight_format(weights),
-            kv_format(kv),
-            get_engine(engine),
-        )
-        check_block_quant(model, par, self.wfmt.name)
-        attention = attention_precision(self.engine, self.wfmt.name, self.kvfmt.name, gpu.family)
+        self.wfmt, self.kvfmt = weight_format(weights), kv_format(kv)
+        self.engine, w = get_engine(engine), self.wfmt.name
+        check_block_quant(model, par, w)
+        attention = attention_precision(self.engine, w, self.kvfmt.name, gpu.family)
         self.machine = Machine(gpu, par, self.wfmt.compute, efficiency, self.engine.name, attention)
         notes = (self.machine.precision_note, comm.pcie_ring_note(gpu, par), ep_note(model, par.ep))
-        self.notes: list[str] = [n for n in notes if n] + measured_caveats(model, gpu, self.engine)
+        self.notes = [n for n in notes if n] + measured_caveats(model, gpu, self.engine, w)
         if efficiency is None and (note := calibration_note(efficiency_key(gpu))):
             self.notes.append(f"{gpu.name}: {note}")
         self.precision = self.machine.precision

@@ -147,7 +147,8 @@ def _link_notes(pl: SearchSpace, plan: Plan) -> list[str]:
 
 def _caveat_notes(pl: SearchSpace, plan: Plan) -> list[str]:
     """What published runs measured of the recommendation's stacks where the estimate is
-    known to be optimistic (estimator.caveats: model class, GPU family, engine), once each."""
+    known to be optimistic (estimator.caveats: model class, GPU family, engine, weight
+    format), once each."""
     from estimator.caveats import measured_caveats
 
     gpus = {g.name: g for g in pl.gpus}
@@ -156,7 +157,9 @@ def _caveat_notes(pl: SearchSpace, plan: Plan) -> list[str]:
         f"{a.workload} on {a.gpu}: {note}"
         for a in plan.assignments
         if a.workload in pl.models and a.gpu in gpus
-        for note in measured_caveats(pl.models[a.workload], gpus[a.gpu], engines[a.workload])
+        for note in measured_caveats(
+            pl.models[a.workload], gpus[a.gpu], engines[a.workload], a.weights
+        )
     }
     return sorted(notes)
 
