@@ -153,15 +153,13 @@ def _caveat_notes(pl: SearchSpace, plan: Plan) -> list[str]:
 
     gpus = {g.name: g for g in pl.gpus}
     engines = {w.name: w.engine for w in pl.sc.workloads if w.name in pl.models}
-    notes = {
-        f"{a.workload} on {a.gpu}: {note}"
-        for a in plan.assignments
-        if a.workload in pl.models and a.gpu in gpus
-        for note in measured_caveats(
-            pl.models[a.workload], gpus[a.gpu], engines[a.workload], a.weights
-        )
-    }
-    return sorted(notes)
+    where: dict[str, set[str]] = {}  # a caveat once, with the workloads on GPUs it applies to
+    for a in plan.assignments:
+        if a.workload in pl.models and a.gpu in gpus:
+            model, engine = pl.models[a.workload], engines[a.workload]
+            for note in measured_caveats(model, gpus[a.gpu], engine, a.weights):
+                where.setdefault(note, set()).add(f"{a.workload} on {a.gpu}")
+    return sorted(f"{', '.join(sorted(w))}: {note}" for note, w in where.items())
 
 
 def _as_full(index: dict[int, int], sub: list, s: Solution) -> Solution:
