@@ -316,6 +316,18 @@ def test_modelling_ttft_card_names_the_serving_stacks_share(page, server):
             assert f"{stack:.0f} ms" in label or f"{stack:.1f} ms" in label, label
 
 
+def test_modelling_says_the_clis_notes(page, server):
+    """What `planner estimate` says beside its table (here vLLM's unfitted front end, the
+    caveat of published runs on that stack) the Modelling tab says too, word for word."""
+    page.goto(f"{server}/#tab=modelling&model=llama-3.1-8b&gpu=h100-sxm&engine=vllm")
+    page.reload()
+    cli = cli_json("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm")
+    assert any("vLLM's own time to a first token" in n for n in cli["notes"])
+    assert json.loads(metric(page, "notes")) == cli["notes"]
+    shown = page.locator('section:not([hidden]) [data-metric="notes"] .v').first.inner_text()
+    assert "vLLM's own time to a first token" in shown
+
+
 def test_modelling_shows_the_clis_numbers_and_moves_with_a_slider(page, server):
     page.goto(f"{server}/#tab=modelling&model=llama-3.1-8b&gpu=h100-sxm&batch=16&input-tokens=512")
     cli = cli_json(*EST_8B)

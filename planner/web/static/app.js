@@ -330,6 +330,8 @@ async function runEstimate() {
     }
   }
   if (!e.fits && e.advice && e.advice.length) cards.push(card("advice", "what would fit", e.advice, e.advice.join("; "), "", "wide"));
+  // what `planner estimate` says beside its table (precision, links, measured caveats)
+  if (e.notes && e.notes.length) cards.push(card("notes", "notes", e.notes, e.notes.join("\n"), "", "wide"));
   $('[data-cards="modelling"]').innerHTML = cards.join("");
   memoryBox($('[data-picture="memory-box"]'), e.memory_gb);
   const s = e.shares || {};

@@ -223,7 +223,7 @@ function planCards(d) {
     if (lines.length) cards.push(card("cost_breakdown_per_year_usd", "cost per year by line", per, lines.join(" · "), "", "wide"));
     d.plan.forEach((row, i) => cards.push(card(`plan.${i}`, `${row.workload}: replicas`, row, `${row.replicas}x ${row.gpus_per_replica} ${row.gpu} (TP${row.tp}${row.pp > 1 ? " PP" + row.pp : ""}), ${rowSpeed(row)}`, rowBand(row), "wide")));
   }
-  if (d.notes && d.notes.length) cards.push(card("notes", "notes", d.notes, d.notes.join(" · "), "", "wide"));
+  if (d.notes && d.notes.length) cards.push(card("notes", "notes", d.notes, d.notes.join("\n"), "", "wide"));
   return cards.join("");
 }
 
