@@ -102,6 +102,7 @@ class CurveResult(Labelled):
     # every point's band: its value times these quantiles of measured/predicted (by kind)
     band_factors: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)  # display names for tables
+    notes: list = field(default_factory=list)  # the replica's, as `estimate` says them
 
 
 def _user_counts(users: list[int] | None, users_max: int | None, default_max: int) -> list[int]:
@@ -239,4 +240,5 @@ def curve(
         if split
         else None,
         labels={"model": lm.display_name or lm.name, "gpu": acc.display_name},
+        notes=list(ev.notes),
     )

@@ -317,8 +317,9 @@ def test_modelling_ttft_card_names_the_serving_stacks_share(page, server):
 
 
 def test_modelling_says_the_clis_notes(page, server):
-    """What `planner estimate` says beside its table (here vLLM's unfitted front end, the
-    caveat of published runs on that stack) the Modelling tab says too, word for word."""
+    """What `planner estimate` and `planner curve` say beside their tables (here vLLM's
+    unfitted front end, the caveat of published runs on that stack) the Modelling and Curve
+    tabs say too, word for word."""
     page.goto(f"{server}/#tab=modelling&model=llama-3.1-8b&gpu=h100-sxm&engine=vllm")
     page.reload()
     cli = cli_json("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm")
@@ -326,6 +327,11 @@ def test_modelling_says_the_clis_notes(page, server):
     assert json.loads(metric(page, "notes")) == cli["notes"]
     shown = page.locator('section:not([hidden]) [data-metric="notes"] .v').first.inner_text()
     assert "vLLM's own time to a first token" in shown
+    # and the Curve tab, `planner curve`'s
+    page.goto(f"{server}/#tab=curve&model=llama-3.1-8b&gpu=h100-sxm&engine=vllm")
+    page.reload()
+    cli = cli_json("curve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm")
+    assert json.loads(metric(page, "notes")) == cli["notes"]
 
 
 def test_modelling_shows_the_clis_numbers_and_moves_with_a_slider(page, server):

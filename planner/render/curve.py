@@ -55,6 +55,7 @@ def curve_text(c: CurveResult) -> str:
             _band_line(o.get("bands") or {}, pct),
             f"knee: {c.knee_users} users (most before breaking the {why})",
             f"most users that fit in memory: {c.max_users_fit}",
+            *(f"note: {n}" for n in c.notes),
         ]
     )
 

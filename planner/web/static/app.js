@@ -473,6 +473,7 @@ async function runCurve() {
     card("kv_slots_per_replica", "KV slots per replica", c.kv_slots_per_replica, fmt(c.kv_slots_per_replica)),
     card("operating_point.ttft_s", "TTFT at the operating point", o.ttft_s, fmt(o.ttft_s, " s")),
     card("operating_point.per_user_tokens_per_s", "tok/s per user there", o.per_user_tokens_per_s, fmt(o.per_user_tokens_per_s)),
+    (c.notes || []).length ? card("notes", "notes", c.notes, c.notes.join("\n"), "", "wide") : "",
   ].join("");
 }
 
