@@ -208,6 +208,10 @@ def test_estimates_say_where_published_runs_measured_them_optimistic():
     # vLLM's MLA+MoE runs on CDNA3 were not measured so; what it is told is its front end's
     vllm = caveats("deepseek-r1", "mi300x", "vllm")
     assert len(vllm) == 1 and "vLLM's own time to a first token" in vllm[0]
+    # and on Hopper, that its recent versions decode faster than its fitted host time allows
+    hopper = caveats("llama-3.1-8b", "h100", "vllm", gpus=1, weights="bf16")
+    assert len(hopper) == 2 and "19-32% faster per token" in hopper[1]
+    assert not any("faster per token" in n for n in caveats("llama-3.1-8b", "h100", "sglang", 1))
     assert caveats("deepseek-r1", "mi355x", "sglang") == []  # CDNA4 sits within 10%
     assert caveats("deepseek-r1", "h200", "sglang") == []
     assert caveats("deepseek-r1", "h200", "trtllm") == []  # trtllm-serve's front end is fitted
