@@ -52,6 +52,14 @@ CAVEATS: tuple[Caveat, ...] = (
         "runs recent for a fit of their own, so the time per token here is conservative for "
         "today's vLLM on Hopper",
     ),
+    Caveat(
+        lambda m, g, e, w: e == "sglang" and g.family == "blackwell" and w != "fp8",
+        "measured: SGLang decoded faster per token than this estimate on 8x B200/B300 in "
+        "BF16 and FP4: 1.7-2.7x at one client under 0.5.8 (DeepSeek-R1 NVFP4, Qwen3-235B "
+        "BF16, gpt-oss-120b MXFP4; one published gist) and a median 1.24x for DeepSeek-R1 "
+        "NVFP4 under 0.5.12 (InferenceX, 14 runs at 1-128 clients), where its FP8 runs sit "
+        "within 10%: the time per token here is conservative for SGLang on Blackwell",
+    ),
 )
 
 
