@@ -147,7 +147,7 @@ def _link_notes(pl: SearchSpace, plan: Plan) -> list[str]:
 
 def _caveat_notes(pl: SearchSpace, plan: Plan) -> list[str]:
     """What published runs measured of the recommendation's stacks where the estimate is
-    known to be optimistic (estimator.caveats: model class, GPU family, engine, weight
+    known to be off (estimator.caveats: model class, GPU family, engine, weight
     format), once each."""
     from estimator.caveats import measured_caveats
 
