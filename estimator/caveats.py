@@ -60,6 +60,21 @@ CAVEATS: tuple[Caveat, ...] = (
         "NVFP4 under 0.5.12 (InferenceX, 14 runs at 1-128 clients), where its FP8 runs sit "
         "within 10%: the time per token here is conservative for SGLang on Blackwell",
     ),
+    Caveat(
+        lambda m, g, e, w: g.name == "h20",
+        "measured: decode on H20s ran 1.8-3.5x this estimate's time per token (Qwen's speed "
+        "tables, SGLang 0.4.6: Qwen3-4B to 32B at batch 1, BF16 and FP8, 2.2-3.5x; "
+        "DeepSeek-V3 FP8 on 8x H20 under SGLang ~0.4.8, 1.8x): the compute-capped die "
+        "(148 dense BF16 TFLOPS) pays for Hopper's 64-row GEMM tiles at small batch, which "
+        "the estimate does not charge",
+    ),
+    Caveat(
+        lambda m, g, e, w: m.is_moe and w == "int4" and e == "vllm",
+        "measured: DeepSeek-R1 with 4-bit AWQ weights under vLLM on 8x H100 took 2.3x this "
+        "estimate's time per token at one client (tenstorrent's runs at 128-8k tokens: "
+        "16.1-16.6 ms against 7.0-7.2): vLLM's W4A16 MoE kernels cost more than the "
+        "weight streaming the estimate charges them",
+    ),
 )
 
 

@@ -217,6 +217,10 @@ def test_estimates_say_where_published_runs_measured_them_optimistic():
         b200 = caveats("deepseek-r1", "b200", "sglang", weights=w)
         assert any("conservative for SGLang on Blackwell" in n for n in b200), w
     assert caveats("deepseek-r1", "b200", "sglang") == []  # FP8
+    # the H20's small-batch decode (any engine, any model); int4 MoE under vLLM
+    assert any("H20" in n for n in caveats("qwen3-8b", "h20", "trtllm", gpus=1, weights="bf16"))
+    assert any("4-bit AWQ" in n for n in caveats("deepseek-r1", "h100", "vllm", weights="int4"))
+    assert not any("4-bit AWQ" in n for n in caveats("llama-3.1-70b", "h100", "vllm", 4, "int4"))
     assert caveats("deepseek-r1", "mi355x", "sglang") == []  # CDNA4 sits within 10%
     assert caveats("deepseek-r1", "h200", "sglang") == []
     assert caveats("deepseek-r1", "h200", "trtllm") == []  # trtllm-serve's front end is fitted
