@@ -164,7 +164,7 @@ MISSING_PHYSICS = [
     "  19-32% (four publishers: 0.11.2 on an H200 +20-22%, 0.19.1 +25-32%, 0.10.1 +25%,",
     "  0.11.0 +23%), where its 0.6-0.8 runs on A100s read -32 to +15%. Its recent runs in",
     "  the fit are 11 rows; a host cost of their own needs 30. Estimates and plans on vLLM",
-    "  on Hopper, and on SGLang on Blackwell in BF16 or FP4, say so.",
+    "  on Hopper in 16-bit, and on SGLang on Blackwell in BF16 or FP4, say so.",
     "- TTFT varies between runs more than the rest does. InferenceX ran DeepSeek-R1 (FP8,",
     "  SGLang v0.5.12, TP8, the same flags and harness) on 8xB200 and on 8xB300, boards with",
     "  the same FP8 peak and HBM bandwidth: their time per token and throughput agree",

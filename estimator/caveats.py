@@ -44,9 +44,9 @@ CAVEATS: tuple[Caveat, ...] = (
         "validation/candidates/llm_vllm_serving_prs.csv)",
     ),
     Caveat(
-        lambda m, g, e, w: e == "vllm" and g.family == "hopper",
-        "measured: recent vLLM decoded 19-32% faster per token than this estimate on "
-        "H100/H200 (Llama-3-8B on an H200 under 0.11.2, Llama-3.1-8B on an H100 under "
+        lambda m, g, e, w: e == "vllm" and g.family == "hopper" and w in ("bf16", "fp16"),
+        "measured: recent vLLM decoded 16-bit models 19-32% faster per token than this "
+        "estimate on H100/H200 (Llama-3-8B on an H200 under 0.11.2, Llama-3.1-8B on an H100 under "
         "0.19.1, Qwen3-30B-A3B on an H100 under 0.10.1, Qwen3-8B on an H100 under 0.11.0): "
         "vLLM's host time per step is fitted over its versions 0.6-0.19, too few of its "
         "runs recent for a fit of their own, so the time per token here is conservative for "
