@@ -331,7 +331,7 @@ async function runEstimate() {
   }
   if (!e.fits && e.advice && e.advice.length) cards.push(card("advice", "what would fit", e.advice, e.advice.join("; "), "", "wide"));
   // what `planner estimate` says beside its table (precision, links, measured caveats)
-  if (e.notes && e.notes.length) cards.push(card("notes", "notes", e.notes, e.notes.join("\n"), "", "wide"));
+  cards.push(notesCard(e.notes));
   $('[data-cards="modelling"]').innerHTML = cards.join("");
   memoryBox($('[data-picture="memory-box"]'), e.memory_gb);
   const s = e.shares || {};
@@ -473,7 +473,7 @@ async function runCurve() {
     card("kv_slots_per_replica", "KV slots per replica", c.kv_slots_per_replica, fmt(c.kv_slots_per_replica)),
     card("operating_point.ttft_s", "TTFT at the operating point", o.ttft_s, fmt(o.ttft_s, " s")),
     card("operating_point.per_user_tokens_per_s", "tok/s per user there", o.per_user_tokens_per_s, fmt(o.per_user_tokens_per_s)),
-    (c.notes || []).length ? card("notes", "notes", c.notes, c.notes.join("\n"), "", "wide") : "",
+    notesCard(c.notes),
   ].join("");
 }
 

@@ -21,6 +21,10 @@ function card(key, label, value, shown, band, cls = "") {
   const b = band ? `<div class="b">p10–p90 ${esc(band)}</div>` : "";
   return `<div class="card ${cls}" data-metric="${esc(key)}" data-value="${esc(raw)}"><div class="k">${esc(label)}</div><div class="v">${esc(shown)}</div>${b}</div>`;
 }
+// what the CLI says beside its table, one note a line ("" where it says nothing)
+function notesCard(notes) {
+  return notes && notes.length ? card("notes", "notes", notes, notes.join("\n"), "", "wide") : "";
+}
 // a band 'a–b unit (median c unit)': where the published runs of the estimate's regime ran
 // mostly slower (or faster) than estimated, the estimate itself lies outside its band
 function bandText(b, scale = 1, unit = "") {
@@ -223,7 +227,7 @@ function planCards(d) {
     if (lines.length) cards.push(card("cost_breakdown_per_year_usd", "cost per year by line", per, lines.join(" · "), "", "wide"));
     d.plan.forEach((row, i) => cards.push(card(`plan.${i}`, `${row.workload}: replicas`, row, `${row.replicas}x ${row.gpus_per_replica} ${row.gpu} (TP${row.tp}${row.pp > 1 ? " PP" + row.pp : ""}), ${rowSpeed(row)}`, rowBand(row), "wide")));
   }
-  if (d.notes && d.notes.length) cards.push(card("notes", "notes", d.notes, d.notes.join("\n"), "", "wide"));
+  cards.push(notesCard(d.notes));
   return cards.join("");
 }
 
