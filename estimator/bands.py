@@ -53,6 +53,39 @@ def band_factors(kind: str, gpu: Accelerator, model=None, arrivals: str = "sprea
     return {**groups[group], "group": group, "kind": kind}
 
 
+def regime_factors(gpu: Accelerator, model=None, arrivals: str = "spread") -> dict:
+    """{'ttft', 'tpot', 'throughput': band_factors} of ``model`` on ``gpu``, those with data:
+    looked up once for a curve whose every point carries its band (:func:`apply_bands`)."""
+    return {
+        k: f for k in ("ttft", "tpot", "throughput") if (f := band_factors(k, gpu, model, arrivals))
+    }
+
+
+def apply_bands(factors: dict, ttft_s: float, tpot_s: float, tokens_per_s: float) -> dict:
+    """p10-p50-p90 of TTFT, time per output token, per-user speed and replica throughput: each
+    value times its regime's quantiles of measured/predicted (``factors``:
+    :func:`regime_factors`)."""
+    out: dict = {}
+    for kind, name, value in (
+        ("ttft", "ttft_s", ttft_s),
+        ("tpot", "tpot_s", tpot_s),
+        ("throughput", "output_tokens_per_s", tokens_per_s),
+    ):
+        f = factors.get(kind)
+        if f is None:
+            continue
+        out[name] = {"p10": value * f["p10"], "p50": value * f["p50"], "p90": value * f["p90"]}
+        # per-user speed is 1 / TPOT: its low end is TPOT's high end (none where no token
+        # follows the first: one output token has no time per output token)
+        if kind == "tpot" and value > 0:
+            out["per_user_tokens_per_s"] = {
+                "p10": 1.0 / (value * f["p90"]),
+                "p50": 1.0 / (value * f["p50"]),
+                "p90": 1.0 / (value * f["p10"]),
+            }
+    return out
+
+
 def bands_for(
     gpu: Accelerator,
     ttft_s: float,
@@ -62,34 +95,24 @@ def bands_for(
     arrivals: str = "spread",
 ) -> dict:
     """p10-p90 of TTFT, time per output token, per-user speed and replica throughput
-    (``arrivals``: see :func:`band_factors`)."""
-    out: dict = {}
+    (``arrivals``: see :func:`band_factors`), with the basis they were read from."""
+    factors = regime_factors(gpu, model, arrivals)
+    out = apply_bands(factors, ttft_s, tpot_s, tokens_per_s)
+    if out:
+        out["basis"] = band_basis(factors)
+    return out
+
+
+def band_basis(factors: dict) -> str:
+    """What a band was read from: each kind's rows, sources and regime."""
     basis = []
-    for kind, name, value in (
-        ("ttft", "ttft_s", ttft_s),
-        ("tpot", "tpot_s", tpot_s),
-        ("throughput", "output_tokens_per_s", tokens_per_s),
-    ):
-        f = band_factors(kind, gpu, model, arrivals)
-        if f is None:
-            continue
-        out[name] = {"p10": value * f["p10"], "p50": value * f["p50"], "p90": value * f["p90"]}
+    for kind, f in factors.items():
         harness = " of harnesses" if f["kind"] == "ttft_waves" else ""
         basis.append(f"{kind}: {f['n']} rows{harness}{_sources(f)} ({f['group']})")
-        # per-user speed is 1 / TPOT: its low end is TPOT's high end (none where no token
-        # follows the first: one output token has no time per output token)
-        if kind == "tpot" and value > 0:
-            out["per_user_tokens_per_s"] = {
-                "p10": 1.0 / (value * f["p90"]),
-                "p50": 1.0 / (value * f["p50"]),
-                "p90": 1.0 / (value * f["p10"]),
-            }
-    if out:
-        out["basis"] = (
-            "quantiles of measured/predicted, leave-one-source-out, widened to hold 80% of a "
-            "held-out publisher's rows: " + "; ".join(basis)
-        )
-    return out
+    return (
+        "quantiles of measured/predicted, leave-one-source-out, widened to hold 80% of a "
+        "held-out publisher's rows: " + "; ".join(basis)
+    )
 
 
 def pessimistic_factor(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .bands import band_factors, bands_for
+from .bands import apply_bands, band_basis, regime_factors
 from .catalog import get_gpu
 from .disagg import disaggregated_point, kv_transfer_seconds
 from .engines import Engine
@@ -99,7 +99,8 @@ class CurveResult(Labelled):
     operating_point: dict
     targets: dict
     disaggregated: dict | None
-    # every point's band: its value times these quantiles of measured/predicted (by kind)
+    # every point's band (its 'bands'): its values times these quantiles of
+    # measured/predicted (by kind)
     band_factors: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)  # display names for tables
     notes: list = field(default_factory=list)  # the replica's, as `estimate` says them
@@ -183,6 +184,13 @@ def curve(
     op_users = at or k or int(u[0])
     op = at_pct([op_users / reps], percentile)
     pct_key = f"ttft_p{percentile:g}_s"
+    factors = regime_factors(acc, lm, opts.arrivals)
+
+    def bands_at(ttft_pct: float, per_user: float, replica_tps: float) -> dict:
+        # the band of the TTFT at the percentile drawn, as the operating point's
+        tpot = 1.0 / per_user if per_user > 0 else 0.0
+        return apply_bands(factors, ttft_pct, tpot, replica_tps)
+
     points = [
         {
             "users": int(u[i]),
@@ -193,12 +201,24 @@ def curve(
             "output_tokens_per_s": float(lp.output_tokens_per_s[i] * reps),
             "memory_gb": float(lp.memory_gb[i]),
             "fits": bool(lp.fits[i]),
+            "bands": bands_at(
+                float(lp.ttft_pct_s[i]),
+                float(lp.per_user_tokens_per_s[i]),
+                float(lp.output_tokens_per_s[i] * reps),
+            ),
         }
         for i in range(len(u))
     ]
     if percentile != 90:
         for pt, v in zip(points, at_pct(u / reps, 90.0).ttft_pct_s, strict=True):
             pt["ttft_p90_s"] = float(v)
+    op_bands = bands_at(
+        float(op.ttft_pct_s[0]),
+        float(op.per_user_tokens_per_s[0]),
+        float(op.output_tokens_per_s[0] * reps),
+    )
+    if op_bands:
+        op_bands["basis"] = band_basis(factors)
     return CurveResult(
         model=lm.name,
         gpu=acc.name,
@@ -221,20 +241,9 @@ def curve(
             "output_tokens_per_s": float(op.output_tokens_per_s[0] * reps),
             "memory_gb": float(op.memory_gb[0]),
             "fits": bool(op.fits[0]),
-            "bands": bands_for(
-                acc,
-                float(op.ttft_pct_s[0]),
-                1.0 / float(op.per_user_tokens_per_s[0]),
-                float(op.output_tokens_per_s[0] * reps),
-                lm,
-                opts.arrivals,
-            ),
+            "bands": op_bands,
         },
-        band_factors={
-            k: f
-            for k in ("ttft", "tpot", "throughput")
-            if (f := band_factors(k, acc, lm, opts.arrivals))
-        },
+        band_factors=factors,
         targets={"ttft_s": ttft_s, "tokens_per_s": tokens_per_s, "percentile": percentile},
         disaggregated={"prefill_replicas": split[0], "decode_replicas": split[1]}
         if split

@@ -309,6 +309,33 @@ def test_curve_table_and_bad_users():
     assert bad.exit_code == 2 and "--users" in bad.output
 
 
+def test_every_curve_point_carries_its_band():
+    """Each point of a language model's curve carries the p10-p90 its operating point
+    would (value times its regime's quantiles: the TTFT's on the percentile drawn), in the
+    JSON and beside its values in the table."""
+    args = ("curve", "--model", "llama-3.1-8b", "--gpu", "l40s", "--users", "1,4,16")
+    d = json.loads(run(*args, "--percentile", "95", "--format", "json").output)
+    f = d["band_factors"]
+    for p in d["points"]:
+        b = p["bands"]
+        assert b["ttft_s"]["p10"] == pytest.approx(p["ttft_p95_s"] * f["ttft"]["p10"])
+        assert b["ttft_s"]["p90"] == pytest.approx(p["ttft_p95_s"] * f["ttft"]["p90"])
+        assert b["per_user_tokens_per_s"]["p10"] == pytest.approx(
+            p["per_user_tokens_per_s"] / f["tpot"]["p90"]
+        )
+        assert b["per_user_tokens_per_s"]["p10"] < p["per_user_tokens_per_s"]
+    # the operating point's is its point's, with the basis it was read from
+    at = next(p for p in d["points"] if p["users"] == d["operating_point"]["users"])
+    op = dict(d["operating_point"]["bands"])
+    assert "basis" in op and {k: v for k, v in op.items() if k != "basis"} == at["bands"]
+    text = run(*args).output
+    row = next(line for line in text.splitlines() if line.split()[:1] == ["16"])
+    points = json.loads(run(*args, "--format", "json").output)["points"]
+    p = next(p for p in points if p["users"] == 16)
+    lo, hi = p["bands"]["ttft_s"]["p10"], p["bands"]["ttft_s"]["p90"]
+    assert f"{lo:.3g}-{hi:.3g}" in row, row
+
+
 def test_estimate_under_load_and_serving_options():
     d = json.loads(run(*BASE, "--batch", "8", "--format", "json").output)
     u = d["under_load"]

@@ -466,6 +466,14 @@ def test_workload_solves_as_the_cli_does(page, server, tmp_path):
     page.screenshot(path=str(SHOTS / "workload.png"), full_page=True)
 
 
+def _page_number(v: float) -> str:
+    """A number as the page's fmt() shows it (draw.js)."""
+    a = abs(v)
+    if a >= 100:
+        return f"{v:.0f}"
+    return f"{v:.1f}" if a >= 10 else f"{v:.2f}" if a >= 1 else f"{v:.3g}"
+
+
 def test_curve_marks_the_clis_knee(page, server):
     page.goto(f"{server}/#tab=curve&model=llama-3.1-8b&gpu=l4&c.ttft-s=1")
     cli = cli_json(
@@ -484,6 +492,26 @@ def test_curve_marks_the_clis_knee(page, server):
     assert int(metric(page, "knee_users")) == cli["knee_users"]
     assert int(metric(page, "max_users_fit")) == cli["max_users_fit"]
     page.wait_for_selector('[data-picture="curve"] polyline', state="attached")
+    # every point's p10-p90 shaded: TTFT at the percentile and per-user speed, one polygon
+    # each whose corners are the CLI's points (top edge the p90s, bottom the p10s)
+    op = cli["operating_point"]
+    for name in ("ttft_s", "per_user_tokens_per_s"):
+        poly = page.locator(f'[data-picture="curve"] polygon[data-band="{name}"]')
+        corners = poly.get_attribute("points").split()
+        assert len(corners) == 2 * len(cli["points"]), name
+        # a wider band where the CLI's is wider: the polygon is never a line
+        heights = [
+            float(lo.split(",")[1]) - float(hi.split(",")[1])
+            for hi, lo in zip(corners, reversed(corners), strict=True)
+        ][: len(cli["points"])]
+        assert min(heights) > 0, name
+        # the operating point's card carries the CLI's band, as the page formats numbers
+        b = op["bands"][name]
+        key, unit = ("ttft_pct_s", " s") if name == "ttft_s" else (name, "")
+        text = page.locator(f'[data-metric="operating_point.{key}"] .b').inner_text()
+        lo, hi, mid = (_page_number(b[q]) for q in ("p10", "p90", "p50"))
+        assert text == f"p10–p90 {lo}–{hi}{unit} (median {mid}{unit})", (text, b)
+    assert float(metric(page, "operating_point.ttft_pct_s")) == op["ttft_pct_s"]
     page.screenshot(path=str(SHOTS / "curve.png"), full_page=True)
 
 

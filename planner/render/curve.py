@@ -18,12 +18,16 @@ def curve_text(c: CurveResult) -> str:
         f"{c.output_tokens} out, think {c.options['think_time_s']:g} s; "
         f"{c.kv_slots_per_replica} KV slots per replica"
     )
+    # each point's p10-p90 beside its value (none where the calibration has no residuals)
+    banded = any(q.get("bands") for q in c.points)
     rows = [
         [
             q["users"],
             f"{q['ttft_s']:.3g}",
             f"{q[f'ttft_p{pct:g}_s']:.3g}",
+            *([_span(q["bands"].get("ttft_s"), "{:.3g}")] if banded else []),
             f"{q['per_user_tokens_per_s']:.1f}",
+            *([_span(q["bands"].get("per_user_tokens_per_s"), "{:.1f}")] if banded else []),
             f"{q['output_tokens_per_s']:.0f}",
             f"{q['memory_gb']:.1f}",
             "yes" if q["fits"] else "NO",
@@ -36,7 +40,9 @@ def curve_text(c: CurveResult) -> str:
             "users",
             "TTFT mean s",
             f"TTFT p{pct:g} s",
+            *(["p10-p90"] if banded else []),
             "tok/s/user",
+            *(["p10-p90"] if banded else []),
             "tok/s total",
             "GB/GPU",
             "fits",
@@ -58,6 +64,11 @@ def curve_text(c: CurveResult) -> str:
             *(f"note: {n}" for n in c.notes),
         ]
     )
+
+
+def _span(band: dict | None, fmt: str) -> str:
+    """A point's band in a table cell: 'p10-p90' of the value beside it."""
+    return f"{fmt.format(band['p10'])}-{fmt.format(band['p90'])}" if band else ""
 
 
 def _band_line(b: dict, pct: float) -> str:

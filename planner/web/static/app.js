@@ -453,10 +453,14 @@ async function runCurve() {
   if (!["llm", "moe"].includes(currentGroup())) return runFamilyCurve();
   const c = await call("curve", "/api/curve?" + q);
   if (!c) return;
-  $('[data-caption="curve"]').textContent = "TTFT (mean and percentile) and per-user speed as users grow";
   const pct = c.targets.percentile;
   const key = `ttft_p${String(pct).replace(/\.0$/, "")}_s`;
   const pts = c.points;
+  // each point's p10-p90 (its `bands`, as `planner curve` prints them), shaded
+  const span = (name, q) => pts.map((p) => (p.bands && p.bands[name] ? p.bands[name][q] : null));
+  const banded = pts.some((p) => p.bands && p.bands.ttft_s);
+  $('[data-caption="curve"]').textContent = "TTFT (mean and percentile) and per-user speed as users grow" +
+    (banded ? `; shaded: p10–p90 of the TTFT p${pct} and of the speed (cross-validated error)` : "");
   chart($('[data-picture="curve"]'), {
     xs: pts.map((p) => p.users), xlabel: "users", ylabel: "TTFT s", y2label: "tok/s/user",
     series: [
@@ -464,15 +468,20 @@ async function runCurve() {
       { ys: pts.map((p) => p[key] ?? p.ttft_p90_s), label: `TTFT p${pct}`, axis: 1 },
       { ys: pts.map((p) => p.per_user_tokens_per_s), label: "tok/s per user", axis: 2 },
     ],
+    bands: banded ? [
+      { lo: span("ttft_s", "p10"), hi: span("ttft_s", "p90"), axis: 1, of: 1, label: "ttft_s" },
+      { lo: span("per_user_tokens_per_s", "p10"), hi: span("per_user_tokens_per_s", "p90"), axis: 2, of: 2, label: "per_user_tokens_per_s" },
+    ] : [],
     marks: [{ x: c.knee_users, label: "knee" }, { x: c.max_users_fit, label: "memory limit", row: 1 }, { x: c.operating_point.users, label: "operating point", row: 2 }],
   });
-  const o = c.operating_point;
+  const o = c.operating_point, ob = o.bands || {};
   $('[data-cards="curve"]').innerHTML = [
     card("knee_users", "knee (users)", c.knee_users, fmt(c.knee_users)),
     card("max_users_fit", "most users in memory", c.max_users_fit, fmt(c.max_users_fit)),
     card("kv_slots_per_replica", "KV slots per replica", c.kv_slots_per_replica, fmt(c.kv_slots_per_replica)),
-    card("operating_point.ttft_s", "TTFT at the operating point", o.ttft_s, fmt(o.ttft_s, " s")),
-    card("operating_point.per_user_tokens_per_s", "tok/s per user there", o.per_user_tokens_per_s, fmt(o.per_user_tokens_per_s)),
+    card("operating_point.ttft_s", "TTFT at the operating point (mean)", o.ttft_s, fmt(o.ttft_s, " s")),
+    card("operating_point.ttft_pct_s", `TTFT p${pct} there`, o.ttft_pct_s, fmt(o.ttft_pct_s, " s"), bandText(ob.ttft_s, 1, " s")),
+    card("operating_point.per_user_tokens_per_s", "tok/s per user there", o.per_user_tokens_per_s, fmt(o.per_user_tokens_per_s), bandText(ob.per_user_tokens_per_s)),
     notesCard(c.notes),
   ].join("");
 }

@@ -77,7 +77,9 @@ function shareBar(svg, share, label) {
   el(svg, "text", { x: W + 18, y: 25 }, `${(100 * share).toFixed(1)}% ${label}`);
 }
 
-function chart(svg, { xs, series, marks = [], xlabel = "", ylabel = "", y2label = "", logx = null }) {
+// `bands`: shaded p10-p90 ranges ({lo, hi, axis, of}: one value per x, as a series' ys) under
+// the lines, the axes sized to hold them
+function chart(svg, { xs, series, bands = [], marks = [], xlabel = "", ylabel = "", y2label = "", logx = null }) {
   svgReset(svg);
   const [, , W, H] = svg.getAttribute("viewBox").split(" ").map(Number);
   const L = 56, R = y2label ? 56 : 16, T = 22, B = 58;
@@ -88,11 +90,21 @@ function chart(svg, { xs, series, marks = [], xlabel = "", ylabel = "", y2label 
   const fx = (x) => (logx ? Math.log(x) : x);
   const sx = (x) => L + (hi === lo ? 0.5 : (fx(x) - fx(lo)) / (fx(hi) - fx(lo))) * (W - L - R);
   const ranges = {};
-  for (const s of series) {
+  for (const s of [...series, ...bands.map((b) => ({ axis: b.axis, ys: b.hi }))]) {
     const a = s.axis || 1, vals = s.ys.filter((v) => v !== null && isFinite(v));
     ranges[a] = Math.max(ranges[a] || 0, ...vals, 0) || 1;
   }
   const sy = (y, a) => H - B - (y / ranges[a]) * (H - T - B);
+  for (const b of bands) {
+    const ok = xs.map((x, j) => [x, b.lo[j], b.hi[j]]).filter(([x, lo, hi]) =>
+      lo !== null && hi !== null && isFinite(lo) && isFinite(hi) && (!logx || x > 0));
+    if (ok.length < 2) continue;
+    const top = ok.map(([x, , hi]) => `${sx(x).toFixed(1)},${sy(hi, b.axis || 1).toFixed(1)}`);
+    const bottom = ok.map(([x, lo]) => `${sx(x).toFixed(1)},${sy(lo, b.axis || 1).toFixed(1)}`).reverse();
+    // in its line's colour (`of`: the series it surrounds)
+    const tint = b.of === undefined ? "" : ` f${b.of % 4}`;
+    el(svg, "polygon", { points: [...top, ...bottom].join(" "), class: "band" + tint, "data-band": b.label || "" });
+  }
   for (const f of [0.25, 0.5, 0.75]) el(svg, "line", { x1: L, x2: W - R, y1: T + f * (H - T - B), y2: T + f * (H - T - B), class: "grid" });
   el(svg, "line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" });
   el(svg, "line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" });
