@@ -512,6 +512,11 @@ def test_curve_marks_the_clis_knee(page, server):
         lo, hi, mid = (_page_number(b[q]) for q in ("p10", "p90", "p50"))
         assert text == f"p10–p90 {lo}–{hi}{unit} (median {mid}{unit})", (text, b)
     assert float(metric(page, "operating_point.ttft_pct_s")) == op["ttft_pct_s"]
+    # TTFT spans orders of magnitude past the knee: a log axis, and the target across it
+    labels = page.eval_on_selector_all(
+        '[data-picture="curve"] text', "els => els.map(e => e.textContent)"
+    )
+    assert "TTFT s (log)" in labels and "TTFT target 1 s" in labels, labels
     page.screenshot(path=str(SHOTS / "curve.png"), full_page=True)
 
 

@@ -463,6 +463,7 @@ async function runCurve() {
     (banded ? `; shaded: p10–p90 of the TTFT p${pct} and of the speed (cross-validated error)` : "");
   chart($('[data-picture="curve"]'), {
     xs: pts.map((p) => p.users), xlabel: "users", ylabel: "TTFT s", y2label: "tok/s/user",
+    logy: null,  // TTFT grows by orders of magnitude past the knee: a log axis keeps it legible
     series: [
       { ys: pts.map((p) => p.ttft_s), label: "TTFT mean", axis: 1 },
       { ys: pts.map((p) => p[key] ?? p.ttft_p90_s), label: `TTFT p${pct}`, axis: 1 },
@@ -473,6 +474,10 @@ async function runCurve() {
       { lo: span("per_user_tokens_per_s", "p10"), hi: span("per_user_tokens_per_s", "p90"), axis: 2, of: 2, label: "per_user_tokens_per_s" },
     ] : [],
     marks: [{ x: c.knee_users, label: "knee" }, { x: c.max_users_fit, label: "memory limit", row: 1 }, { x: c.operating_point.users, label: "operating point", row: 2 }],
+    hmarks: [
+      { y: c.targets.ttft_s, axis: 1, label: `TTFT target ${fmt(c.targets.ttft_s, " s")}` },
+      { y: c.targets.tokens_per_s, axis: 2, label: `speed target ${fmt(c.targets.tokens_per_s, " tok/s")}` },
+    ],
   });
   const o = c.operating_point, ob = o.bands || {};
   $('[data-cards="curve"]').innerHTML = [

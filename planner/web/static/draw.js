@@ -78,8 +78,10 @@ function shareBar(svg, share, label) {
 }
 
 // `bands`: shaded p10-p90 ranges ({lo, hi, axis, of}: one value per x, as a series' ys) under
-// the lines, the axes sized to hold them
-function chart(svg, { xs, series, bands = [], marks = [], xlabel = "", ylabel = "", y2label = "", logx = null }) {
+// the lines, the axes sized to hold them. `logy`: the left axis on a log scale (null: when
+// its values span 20x or more), where a multiplicative band keeps one width
+// `hmarks`: levels across the chart ({y, axis, label}: a target)
+function chart(svg, { xs, series, bands = [], marks = [], hmarks = [], xlabel = "", ylabel = "", y2label = "", logx = null, logy = false }) {
   svgReset(svg);
   const [, , W, H] = svg.getAttribute("viewBox").split(" ").map(Number);
   const L = 56, R = y2label ? 56 : 16, T = 22, B = 58;
@@ -94,7 +96,16 @@ function chart(svg, { xs, series, bands = [], marks = [], xlabel = "", ylabel = 
     const a = s.axis || 1, vals = s.ys.filter((v) => v !== null && isFinite(v));
     ranges[a] = Math.max(ranges[a] || 0, ...vals, 0) || 1;
   }
-  const sy = (y, a) => H - B - (y / ranges[a]) * (H - T - B);
+  // the left axis's least positive value (its floor on a log scale)
+  const left = [...series.filter((s) => (s.axis || 1) === 1).map((s) => s.ys),
+    ...bands.filter((b) => (b.axis || 1) === 1).map((b) => b.lo)].flat()
+    .filter((v) => v !== null && isFinite(v) && v > 0);
+  const floor = left.length ? Math.min(...left) : 0;
+  if (logy === null) logy = floor > 0 && ranges[1] / floor >= 20;
+  const frac = (y, a) => (a === 1 && logy
+    ? (Math.log(Math.max(y, floor)) - Math.log(floor)) / (Math.log(ranges[1]) - Math.log(floor) || 1)
+    : y / ranges[a]);
+  const sy = (y, a) => H - B - frac(y, a) * (H - T - B);
   for (const b of bands) {
     const ok = xs.map((x, j) => [x, b.lo[j], b.hi[j]]).filter(([x, lo, hi]) =>
       lo !== null && hi !== null && isFinite(lo) && isFinite(hi) && (!logx || x > 0));
@@ -105,12 +116,29 @@ function chart(svg, { xs, series, bands = [], marks = [], xlabel = "", ylabel = 
     const tint = b.of === undefined ? "" : ` f${b.of % 4}`;
     el(svg, "polygon", { points: [...top, ...bottom].join(" "), class: "band" + tint, "data-band": b.label || "" });
   }
-  for (const f of [0.25, 0.5, 0.75]) el(svg, "line", { x1: L, x2: W - R, y1: T + f * (H - T - B), y2: T + f * (H - T - B), class: "grid" });
+  if (logy) {  // a grid line and label at each power of ten inside the range
+    for (let e = Math.ceil(Math.log10(floor)); 10 ** e < ranges[1]; e++) {
+      const y = sy(10 ** e, 1);
+      if (y > T + 12 && y < H - B - 12) {
+        el(svg, "line", { x1: L, x2: W - R, y1: y, y2: y, class: "grid" });
+        el(svg, "text", { x: 4, y: y + 4 }, fmt(10 ** e));
+      }
+    }
+  } else {
+    for (const f of [0.25, 0.5, 0.75]) el(svg, "line", { x1: L, x2: W - R, y1: T + f * (H - T - B), y2: T + f * (H - T - B), class: "grid" });
+  }
+  for (const m of hmarks) {  // a target: a level across the chart on its axis
+    const a = m.axis || 1;
+    if (m.y === null || m.y === undefined || !(m.y > 0) || m.y > ranges[a] || (a === 1 && logy && m.y < floor)) continue;
+    const y = sy(m.y, a);
+    el(svg, "line", { x1: L, x2: W - R, y1: y, y2: y, class: "mark" });
+    el(svg, "text", { x: a === 1 ? L + 3 : W - R - 3, y: y - 3, "text-anchor": a === 1 ? "start" : "end" }, m.label);
+  }
   el(svg, "line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" });
   el(svg, "line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" });
   el(svg, "text", { x: 4, y: T + 4 }, fmt(ranges[1]));
-  el(svg, "text", { x: 4, y: H - B }, "0");
-  el(svg, "text", { x: 4, y: 12 }, ylabel);
+  el(svg, "text", { x: 4, y: H - B }, logy ? fmt(floor) : "0");
+  el(svg, "text", { x: 4, y: 12 }, ylabel + (logy ? " (log)" : ""));
   el(svg, "text", { x: L, y: H - B + 14 }, fmt(lo));
   el(svg, "text", { x: W - R - 24, y: H - B + 14 }, fmt(hi));
   el(svg, "text", { x: (W - L - R) / 2 + L - 20, y: H - B + 14 }, xlabel + (logx ? " (log)" : ""));
