@@ -14,6 +14,9 @@ from typing import Any
 class Caveat:
     applies: Callable[[Any, Any, str, str], bool]  # (model, gpu, engine name, weight format)
     text: str
+    # about the serving stack's fitted time to a first token: moot where its users set theirs
+    # (Engine.stack_ms)
+    fitted_stack: bool = False
 
 
 CAVEATS: tuple[Caveat, ...] = (
@@ -42,6 +45,7 @@ CAVEATS: tuple[Caveat, ...] = (
         "12 ms under v0.17.1 (Qwen3.5-9B on an H100, 1 req/s) and 48 ms under v0.11.0 "
         "(Qwen3-8B on an H100, one client through the chat endpoint; "
         "validation/candidates/llm_vllm_serving_prs.csv)",
+        fitted_stack=True,
     ),
     Caveat(
         lambda m, g, e, w: e == "vllm" and g.family == "hopper" and w in ("bf16", "fp16"),
@@ -79,6 +83,7 @@ CAVEATS: tuple[Caveat, ...] = (
         "trtllm-serve 1.2.0rc1 (GPUStack), Llama-3-8B on an H200 51 ms beyond its GPU time "
         "under trtllm-serve 1.2.0rc4: for a dense model the TTFT here is conservative by up "
         "to about 100 ms",
+        fitted_stack=True,
     ),
     Caveat(
         lambda m, g, e, w: m.is_moe and w == "int4" and e == "vllm",
@@ -92,6 +97,18 @@ CAVEATS: tuple[Caveat, ...] = (
 
 def measured_caveats(model, gpu, engine, weights: str) -> list[str]:
     """The caveats whose published runs match this model class, GPU family, engine (an
-    :class:`~estimator.engines.Engine` or its name) and weight format."""
+    :class:`~estimator.engines.Engine` or its name) and weight format; where the engine's
+    users set its stack's time to a first token, that instead of the fitted one's."""
     name = getattr(engine, "name", engine)
-    return [c.text for c in CAVEATS if c.applies(model, gpu, name, weights)]
+    stack_ms = getattr(engine, "stack_ms", None)
+    out = [
+        c.text
+        for c in CAVEATS
+        if c.applies(model, gpu, name, weights) and not (c.fitted_stack and stack_ms is not None)
+    ]
+    if stack_ms is not None:
+        out.append(
+            f"the serving stack's time to a first token is {stack_ms:g} ms as set for this "
+            f"stack (serving_stack_ms), not the one fitted for {name}'s own server"
+        )
+    return out

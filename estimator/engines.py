@@ -42,6 +42,10 @@ class Engine:
     # KV pool the budget splits into, and the state slots one running request holds
     state_pool_ratio: float | None = None
     state_slots_per_request: int = 1
+    # the serving stack's own time to a first token (HTTP, tokenising, scheduling, streaming
+    # it back), ms, where its user measured theirs; None: what the calibration fitted for the
+    # engine's own server (Efficiency.request_overhead_ms)
+    stack_ms: float | None = None
 
 
 # max_num_seqs: vLLM V1 defaults to 1024 for the API server on large GPUs (256 on small);
@@ -195,6 +199,8 @@ KNOBS: dict[str, tuple[float, float]] = {
     "max_model_len": (16, 1_000_000_000),
     # SGLang's --mamba-full-memory-ratio: a hybrid's state pool over its attention KV pool
     "mamba_full_memory_ratio": (0.01, 100.0),
+    # the serving stack's own time to a first token, ms, as measured on one's own stack
+    "serving_stack_ms": (0.0, 600_000.0),
 }
 
 
@@ -206,12 +212,14 @@ def configure(
     max_num_batched_tokens: int | None = None,
     max_model_len: int | None = None,
     mamba_full_memory_ratio: float | None = None,
+    serving_stack_ms: float | None = None,
 ) -> Engine:
     """An engine with the knobs its users set: ``gpu_memory_utilization`` is vLLM's name for
     the memory fraction (SGLang's ``mem_fraction_static``, TensorRT-LLM's
     ``free_gpu_memory_fraction``: the same field, each engine's own base);
     ``mamba_full_memory_ratio`` is SGLang's, for an engine that keeps a hybrid's states in a
-    pool of their own."""
+    pool of their own; ``serving_stack_ms`` the stack's own time to a first token, where its
+    users measured it (else the calibration's, fitted for the engine's own server)."""
     e = engine(spec)
     given = {
         "gpu_memory_utilization": gpu_memory_utilization,
@@ -219,6 +227,7 @@ def configure(
         "max_num_batched_tokens": max_num_batched_tokens,
         "max_model_len": max_model_len,
         "mamba_full_memory_ratio": mamba_full_memory_ratio,
+        "serving_stack_ms": serving_stack_ms,
     }
     given = {k: v for k, v in given.items() if v is not None}
     for name, v in given.items():
@@ -235,7 +244,16 @@ def configure(
                 "recurrent states in its KV pool"
             )
         given["state_pool_ratio"] = given.pop("mamba_full_memory_ratio")
+    if "serving_stack_ms" in given:
+        given["stack_ms"] = float(given.pop("serving_stack_ms"))
     return replace(e, **given) if given else e
+
+
+def stack_seconds(engine: Engine, eff) -> float:
+    """The serving stack's own time to a first token, seconds: the engine's as its users set
+    it (``stack_ms``), else what the calibration fitted for the engine's own server."""
+    ms = engine.stack_ms
+    return (eff.request_overhead_ms if ms is None else ms) * 1e-3
 
 
 # Fixed per-GPU runtime overhead, bytes. Explicit, documented terms, not a fudge factor:

@@ -25,6 +25,7 @@ from .engines import (
     kv_budget_bytes,
     runtime_overhead_bytes,
     split_state_pool,
+    stack_seconds,
 )
 from .engines import engine as get_engine
 from .formats import kv_format, weight_format
@@ -365,7 +366,7 @@ class Estimate:
     memory_gb: MemoryBox
     max_batch: int
     prefill_s: float
-    serving_stack_s: float  # of ttft_s, the serving stack's (Efficiency.request_overhead_ms)
+    serving_stack_s: float  # of ttft_s, the serving stack's (engines.stack_seconds)
     ttft_s: float
     tpot_s: float
     per_user_tokens_per_s: float
@@ -428,7 +429,7 @@ def estimate_replica(
     tpot = float(dec.total)
     prefill_s = float(pre.total)
     # the prefill pass itself samples the first token; the serving stack adds its own time
-    stack_s = ev.machine.eff.request_overhead_ms * 1e-3
+    stack_s = stack_seconds(ev.engine, ev.machine.eff)
     ttft = prefill_s + stack_s
     e2e = ttft + (o - 1) * tpot
     cycle = prefill_s + (o - 1) * tpot

@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .across_gpus import stack, stack_key
+from .engines import stack_seconds
 from .knots import BATCH_KNOTS, interp_table, knots_upto, last_knot
 from .llm import Evaluator
 
@@ -293,7 +294,7 @@ def _prepare(evs, input_tokens, output_tokens, opts, encoder_s) -> list[Steps]:
                 kv_gb_table=kv[:width] / 1e9,
                 weights_gb=e_g.weight_bytes / 1e9,
                 fixed_gb=(e_g.activation_bytes + e_g.overhead_bytes) / 1e9,
-                request_s=e_g.machine.eff.request_overhead_ms * 1e-3,
+                request_s=stack_seconds(e_g.engine, e_g.machine.eff),
                 prompt_experts_s=experts[g],
             )
         )

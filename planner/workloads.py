@@ -58,6 +58,13 @@ class LLMWorkload(BaseModel):
         le=KNOBS["mamba_full_memory_ratio"][1],
         description="SGLang: a hybrid's state pool over its attention KV pool (default 0.9)",
     )
+    serving_stack_ms: float | None = Field(
+        None,
+        ge=KNOBS["serving_stack_ms"][0],
+        le=KNOBS["serving_stack_ms"][1],
+        description="the serving stack's own time to a first token, ms, as measured on one's "
+        "own stack (default: the one fitted for the engine's own server)",
+    )
     users: float = Field(gt=0, le=1e9, description="people (worker-equivalents)")
     hours_per_person: float = Field(
         ge=0.01, le=24, description="hours a day a person drives a session"
@@ -117,6 +124,8 @@ class LLMWorkload(BaseModel):
         knobs = {k: getattr(self, k) for k in KNOBS}
         if name and e.state_pool_ratio is None:
             knobs.pop("mamba_full_memory_ratio")  # it keeps the states in its KV pool
+        if name and name != self.engine:
+            knobs.pop("serving_stack_ms")  # measured on the workload's own stack, not this one
         try:
             return configure(e, **knobs)
         except EstimatorError as err:

@@ -264,3 +264,53 @@ def test_tensorrt_llm_runs_fp8_prompt_attention_on_ada_and_hopper():
     assert (
         estimate("llama-3.1-8b", "h100-sxm", weights="fp8", kv="fp8").attention_precision == "bf16"
     )
+
+
+def test_a_measured_serving_stack_time_replaces_the_fitted_one(tmp_path):
+    """--serving-stack-ms (a workload's serving_stack_ms): the TTFT carries that time instead
+    of the one fitted for the engine's own server, on an idle replica and under load; the
+    notes say so and drop the caveats about the fitted time; a plan sized on a tight TTFT
+    target needs fewer GPUs once a fast stack is stated."""
+    import json
+
+    from click.testing import CliRunner
+
+    from planner import load_scenario, solve
+    from planner.cli import main
+
+    args = ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang"]
+    run = CliRunner().invoke
+    fitted = json.loads(run(main, [*args, "--format", "json"]).output)
+    set20 = json.loads(run(main, [*args, "--serving-stack-ms", "20", "--format", "json"]).output)
+    assert fitted["serving_stack_s"] > 0.05  # SGLang's, fitted on MoE models' runs
+    assert set20["serving_stack_s"] == pytest.approx(0.020)
+    assert set20["ttft_s"] == pytest.approx(set20["prefill_s"] + 0.020)
+    assert fitted["ttft_s"] - set20["ttft_s"] == pytest.approx(fitted["serving_stack_s"] - 0.020)
+    load_f, load_s = fitted["under_load"], set20["under_load"]
+    assert load_f["ttft_s"] - load_s["ttft_s"] == pytest.approx(
+        fitted["serving_stack_s"] - 0.020, rel=1e-3
+    )
+    assert any("fitted from one-client runs of mixture-of-experts" in n for n in fitted["notes"])
+    assert not any("mixture-of-experts" in n for n in set20["notes"])
+    assert any("20 ms as set for this stack" in n for n in set20["notes"])
+    bad = run(main, [*args, "--serving-stack-ms", "-1"])
+    assert bad.exit_code == 2 and "--serving-stack-ms" in bad.output
+    # a scenario's workload sets it for its own engine
+    base = (
+        "workloads:\n  - name: chat\n    model: llama-3.1-8b\n    engine: sglang\n"
+        "    users: 300\n    hours_per_person: 2\n    utilisation: 0.5\n"
+        "    input_tokens: 500\n    output_tokens: 300\n    ttft_s: 0.12\n{knob}"
+        "fleet:\n  gpus: [h100-sxm]\n"
+    )
+
+    def gpus(knob):
+        p = tmp_path / "s.yaml"
+        p.write_text(base.format(knob=knob))
+        return solve(load_scenario(p)).to_dict()["total_gpus"]
+
+    # a 120 ms target: SGLang's fitted 105 ms leaves 15 ms, so 8-GPU replicas; 20 ms, one GPU
+    assert gpus("    serving_stack_ms: 20\n") < gpus("")
+    p = tmp_path / "bad.yaml"
+    p.write_text(base.format(knob="    serving_stack_ms: -5\n"))
+    r = run(main, ["solve", str(p)])
+    assert r.exit_code == 2 and "serving_stack_ms" in r.output

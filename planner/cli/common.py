@@ -191,6 +191,13 @@ _FORMAT_OPTIONS = [
         help="SGLang: a hybrid model's recurrent-state pool over its attention KV pool "
         "[default: 0.9]; it also caps the running requests at the state slots over 3.",
     ),
+    click.option(
+        "--serving-stack-ms",
+        type=FiniteRange(*KNOBS["serving_stack_ms"]),
+        help="The serving stack's own time to a first token (HTTP, tokenising, scheduling, "
+        "streaming it back), ms, as measured on your stack [default: the one fitted for the "
+        "engine's own server: `planner estimate` prints it].",
+    ),
 ]
 
 
