@@ -27,7 +27,7 @@ import numpy as np
 
 from calibration import shipped_dir
 from calibration.cases import Case, load_rows, prepare
-from calibration.params import current_params
+from calibration.params import current_params, request_key
 from calibration.scoring import efficiency_of, serving_metric
 from estimator.simulate import simulate
 from estimator.steps import ServingOptions, prepare_steps
@@ -47,7 +47,7 @@ def main(source: str = "docs.nvidia.com/nim", most: int = 100, chunk: int | None
     print("{:28} {:>11} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9}  (ms)".format(*head))
     err_w, err_s = [], []
     for c in cases:
-        eff = efficiency_of(params, c.family, c.ev.engine.name, c.precision, c.server)
+        eff = efficiency_of(params, c.family, c.ev.engine.name, c.precision, request_key(c))
         ev = c.ev.with_efficiency(eff)
         st = prepare_steps(ev, c.isl, c.osl, ServingOptions(arrivals="waves", chunk_tokens=chunk))
         n = int(c.clients)

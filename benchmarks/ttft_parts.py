@@ -16,7 +16,7 @@ from scipy.optimize import least_squares
 
 from calibration import shipped_dir
 from calibration.cases import Case, load_rows, prepare
-from calibration.params import current_params
+from calibration.params import current_params, request_key
 from calibration.scoring import efficiency_of, serving_metric
 from estimator.steps import ServingOptions, prepare_steps
 
@@ -33,7 +33,7 @@ def parts() -> list[dict]:
     params = current_params(sorted({c.family for c in cases}))
     out = []
     for c in cases:
-        eff = efficiency_of(params, c.family, c.ev.engine.name, c.precision, c.server)
+        eff = efficiency_of(params, c.family, c.ev.engine.name, c.precision, request_key(c))
         st = prepare_steps(
             c.ev.with_efficiency(eff), c.isl, c.osl, ServingOptions(arrivals=c.arrivals)
         )

@@ -12,7 +12,7 @@ import numpy as np
 from estimator.harness import lockstep, saturated_tokens_per_s
 
 from .cases import Case, Parts
-from .params import Params
+from .params import Params, request_key
 
 
 class Batch:
@@ -34,7 +34,7 @@ class Batch:
         self.kind = np.array([c.kind for c in cases])
         self.metric = np.array([c.metric for c in cases])
         self.engine = [c.ev.engine.name for c in cases]
-        self.server = [c.server for c in cases]
+        self.server = [request_key(c) for c in cases]
         pairs = [(c.family, c.precision) for c in cases]
         self.pairs = sorted(set(pairs))
         self.pair_of = np.array([self.pairs.index(q) for q in pairs], int)

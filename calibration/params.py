@@ -8,6 +8,21 @@ from dataclasses import dataclass, field
 
 from estimator.efficiency import calibration, compute_share, efficiency_for
 
+# A dense model's request key beside its engine's (calibration.cases.Case.request_key):
+# MoE models' prompt passes carry time the roofline does not price, which their one-client
+# TTFTs put into the engine's fitted front end (SGLang's MoE models 86-213 ms beyond their
+# GPU time, its dense ones -67 to +59 ms); where dense models' light-load TTFTs say what the
+# stack itself adds, their own value serves them (calibration.fit)
+DENSE_STACK = ":dense"
+
+
+def request_key(case) -> str:
+    """The request time a row is predicted with: a dense model's through its engine's own
+    server (``DENSE_STACK``), else its front end's (``case.server``)."""
+    own = case.server == case.ev.engine.name
+    return case.server + DENSE_STACK if own and not case.ev.model.is_moe else case.server
+
+
 GLOBAL = ("collective_base_us", "layer_overhead_us", "step_overhead_ms", "seq_overhead_us")
 
 
@@ -43,8 +58,12 @@ class Params:
     def host(self, engine: str) -> tuple[float, float]:
         return self.engines.get(engine, (self.step_overhead_ms, self.seq_overhead_us))
 
-    def request(self, frontend: str) -> float:
-        return self.requests.get(frontend, 0.0)
+    def request(self, key: str) -> float:
+        """A front end's request time; a dense model's key (``<engine>:dense``) falls back to
+        its engine's where dense models have none of their own."""
+        if key not in self.requests and key.endswith(DENSE_STACK):
+            key = key[: -len(DENSE_STACK)]
+        return self.requests.get(key, 0.0)
 
 
 def current_params(families: list[str]) -> Params:
@@ -63,6 +82,8 @@ def current_params(families: list[str]) -> Params:
             engines[n] = (h.step_overhead_ms, h.seq_overhead_us)
         if h.request_overhead_ms > 0:
             requests[n] = h.request_overhead_ms
+        if "dense_request_overhead_ms" in entry:
+            requests[n + DENSE_STACK] = float(entry["dense_request_overhead_ms"])
     for n, entry in (calibration().get("frontends") or {}).items():
         requests[n] = float(entry.get("request_overhead_ms", 0.0))
     cal = (calibration().get("families") or {}).items()

@@ -16,6 +16,7 @@ from estimator.harness import rate_point
 from estimator.steps import ServingOptions, prepare_steps
 
 from .cases import Case
+from .params import request_key
 
 
 def efficiency_of(
@@ -42,7 +43,7 @@ def efficiency_of(
 def serving_metric(case: Case, params) -> float:
     """The row's metric from the sizing model's load point (nan if it cannot be evaluated):
     at the row's clients per replica, or (an open loop) at its request rate per replica."""
-    eff = efficiency_of(params, case.family, case.ev.engine.name, case.precision, case.server)
+    eff = efficiency_of(params, case.family, case.ev.engine.name, case.precision, request_key(case))
     ev = case.ev.with_efficiency(eff)
     try:
         if case.kind == "open":

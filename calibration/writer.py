@@ -15,6 +15,7 @@ from . import display_name
 from .batch import Batch
 from .cases import load_cases
 from .fit import METRIC_CLASSES, cross_validate, fit, summarise
+from .params import DENSE_STACK
 
 
 def write_calibration(paths: list[Path], date: str, target: Path | None = None) -> dict:
@@ -116,6 +117,11 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
                     else {}
                 ),
                 **({"request_overhead_ms": r4(params.requests[e])} if e in params.requests else {}),
+                **(
+                    {"dense_request_overhead_ms": r4(params.requests[e + DENSE_STACK])}
+                    if e + DENSE_STACK in params.requests
+                    else {}
+                ),
                 "rows": info["rows_per_engine"].get(e, 0),
             }
             for e in sorted({*params.engines, *(f for f in params.requests if f in ENGINES)})
@@ -124,7 +130,13 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         # where fitted: what a row measured through them carries; sizing uses the engine's
         **(
             {"frontends": {f: {"request_overhead_ms": r4(v)} for f, v in others.items()}}
-            if (others := {f: v for f, v in params.requests.items() if f not in ENGINES})
+            if (
+                others := {
+                    f: v
+                    for f, v in params.requests.items()
+                    if f not in ENGINES and not f.endswith(DENSE_STACK)
+                }
+            )
             else {}
         ),
         "links": links,
@@ -163,8 +175,11 @@ def write_calibration(paths: list[Path], date: str, target: Path | None = None) 
         "# the others), and request_overhead_ms, the time its own server (vllm serve,\n"
         "# sglang.launch_server, trtllm-serve) adds to a first token, where that server's TTFTs\n"
         "# come from two sources or more (0 elsewhere): the median of its one-client TTFTs less\n"
-        "# their GPU time where it has three; frontends: the same for other front\n"
-        "# ends (NIM's), fitted on the same rule, used only to score their rows.\n"
+        "# their GPU time where it has three; dense_request_overhead_ms, the same for dense\n"
+        "# models, the median of their TTFTs at up to 4 clients less their GPU time where\n"
+        "# those come from two sources, and then the first is its MoE models' alone (their\n"
+        "# prompt passes carry time the roofline does not price); frontends: the same for\n"
+        "# other front ends (NIM's), fitted on the same rule, used only to score their rows.\n"
         "# links.nic_latency_us: per-hop latency of the scale-out NIC (not fitted: no data);\n"
         "# links.allreduce_bus_share: the share of the x16 rate a tensor-parallel ring\n"
         "# all-reduce over PCIe reaches, by GPUs in the group: the median measured server\n"

@@ -73,19 +73,6 @@ CAVEATS: tuple[Caveat, ...] = (
         "the estimate does not charge",
     ),
     Caveat(
-        lambda m, g, e, w: not m.is_moe and e in ("sglang", "trtllm"),
-        "measured: the serving stack's time in this TTFT is fitted from one-client runs of "
-        "mixture-of-experts models, whose prompt passes carry 86-213 ms beyond their GPU "
-        "time (DeepSeek-R1, Qwen3-235B, Qwen3-Next under SGLang; DeepSeek-R1 under "
-        "trtllm-serve); dense models' runs measured less: Llama-3.1-70B on 8x A100 under "
-        "SGLang 0.5.6 about 0 ms beyond its GPU time (the SGLang cookbook), Qwen3-8B on an "
-        "H100 a 28 ms TTFT in all at 4 clients under SGLang 0.5.3 and 52 ms under "
-        "trtllm-serve 1.2.0rc1 (GPUStack), Llama-3-8B on an H200 51 ms beyond its GPU time "
-        "under trtllm-serve 1.2.0rc4: for a dense model the TTFT here is conservative by up "
-        "to about 100 ms",
-        fitted_stack=True,
-    ),
-    Caveat(
         lambda m, g, e, w: m.is_moe and w == "int4" and e == "vllm",
         "measured: DeepSeek-R1 with 4-bit AWQ weights under vLLM on 8x H100 took 2.3x this "
         "estimate's time per token at one client (tenstorrent's runs at 128-8k tokens: "

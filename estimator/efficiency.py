@@ -72,22 +72,25 @@ _ANSWERS: tuple[object, dict] = (None, {})
 
 
 def efficiency_for(
-    family: str, precision: str | None = None, engine: str | None = None
+    family: str, precision: str | None = None, engine: str | None = None, dense: bool = False
 ) -> Efficiency:
     """The family's factors, its compute factor at ``precision`` (:func:`compute_share`), and
-    the engine's host overheads where it has its own."""
+    the engine's host overheads where it has its own (``dense``: a dense model's request
+    time where its dense models have their own)."""
     global _ANSWERS
     cal = calibration()
     if _ANSWERS[0] is not cal:  # a calibration read afresh (after `calibrate --write`)
         _ANSWERS = (cal, {})
     known = _ANSWERS[1]
-    key = (family, precision, engine)
+    key = (family, precision, engine, dense)
     if key not in known:
-        known[key] = _efficiency(cal, family, precision, engine)
+        known[key] = _efficiency(cal, family, precision, engine, dense)
     return known[key]
 
 
-def _efficiency(cal: dict, family: str, precision: str | None, engine: str | None) -> Efficiency:
+def _efficiency(
+    cal: dict, family: str, precision: str | None, engine: str | None, dense: bool = False
+) -> Efficiency:
     base = Efficiency(**cal["defaults"])
     fams = cal.get("families") or {}
     over = {k: v for k, v in (fams.get(family) or {}).items() if k == "memory"}
@@ -96,6 +99,8 @@ def _efficiency(cal: dict, family: str, precision: str | None, engine: str | Non
     if host:  # the engine's own host work per step, per running sequence, per request
         keys = ("step_overhead_ms", "seq_overhead_us", "request_overhead_ms")
         over.update({k: host[k] for k in keys if k in host})
+        if dense and "dense_request_overhead_ms" in host:  # what its dense models measure
+            over["request_overhead_ms"] = host["dense_request_overhead_ms"]
     return replace(base, **over)
 
 

@@ -67,8 +67,9 @@ class Evaluator:
         self.wfmt, self.kvfmt = weight_format(weights), kv_format(kv)
         self.engine, w = get_engine(engine), self.wfmt.name
         check_block_quant(model, par, w)
-        attention = attention_precision(self.engine, w, self.kvfmt.name, gpu.family)
-        self.machine = Machine(gpu, par, self.wfmt.compute, efficiency, self.engine.name, attention)
+        att = attention_precision(self.engine, w, self.kvfmt.name, gpu.family)
+        eng, dense = self.engine.name, not model.is_moe  # dense: its request time's regime
+        self.machine = Machine(gpu, par, self.wfmt.compute, efficiency, eng, att, dense=dense)
         notes = (self.machine.precision_note, comm.pcie_ring_note(gpu, par), ep_note(model, par.ep))
         self.notes = [n for n in notes if n] + measured_caveats(model, gpu, self.engine, w)
         if efficiency is None and (note := calibration_note(efficiency_key(gpu))):

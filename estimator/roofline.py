@@ -75,8 +75,10 @@ class Machine:
         engine: str | None = None,
         attention: str = "bf16",
         fast_accum: bool = False,
+        dense: bool = False,
     ):
-        """``fast_accum``: the GEMMs accumulate in 16 bits (Accelerator.fast_accum_tflops)."""
+        """``fast_accum``: the GEMMs accumulate in 16 bits (Accelerator.fast_accum_tflops);
+        ``dense``: the model has no experts (its request time: efficiency_for)."""
         self.gpu, self.par = gpu, par
         self.fast_accum = fast_accum
         self.tp, self.pp, self.gpus = par.tp, par.pp, par.tp * par.pp
@@ -91,7 +93,7 @@ class Machine:
         # estimator.engines.attention_precision)
         self.head_precision, _ = compute_precision("bf16", gpu.dense_tflops)
         self.attn_precision, _ = compute_precision(attention, gpu.dense_tflops)
-        self._set(efficiency or efficiency_for(efficiency_key(gpu), self.precision, engine))
+        self._set(efficiency or efficiency_for(efficiency_key(gpu), self.precision, engine, dense))
 
     def _set(self, eff: Efficiency) -> None:
         self.eff = eff

@@ -102,12 +102,15 @@ def test_prefill_compute_bound_hand_computed(h100):
 
 def test_ttft_is_the_prefill_plus_the_serving_stacks_fitted_time(h100):
     """An idle replica's first token: the prefill pass samples it, and the engine's own
-    server adds its fitted time, which the estimate reports on its own line."""
+    server adds its fitted time (a dense model's its dense models'), which the estimate
+    reports on its own line."""
     m = get_model("llama-3.1-8b")
     w = Workload(input_tokens=128, output_tokens=64)
     for engine in ("sglang", "vllm"):
         e = estimate_replica(m, h100, Parallel(), w, engine=engine)
-        stack = efficiency_for(efficiency_key(h100), engine=engine).request_overhead_ms * 1e-3
+        # a dense model: its engine's dense models' fitted time where they have one
+        eff = efficiency_for(efficiency_key(h100), engine=engine, dense=True)
+        stack = eff.request_overhead_ms * 1e-3
         assert e.serving_stack_s == stack
         assert e.ttft_s == pytest.approx(e.prefill_s + stack, rel=1e-12)
     assert stack == 0.0  # vLLM's server: no published one-client TTFTs fit it
@@ -192,8 +195,8 @@ def test_expert_parallel_decode_waits_for_its_busiest_rank():
 
 def test_estimates_say_where_published_runs_measured_them_optimistic():
     """A caveat is said for the stacks whose published runs the physics misses (MLA+MoE under
-    SGLang on CDNA3; Gated DeltaNet hybrids under SGLang; vLLM's unfitted front end; SGLang's
-    and trtllm-serve's front ends, fitted on MoE models, on dense ones), and only for them."""
+    SGLang on CDNA3; Gated DeltaNet hybrids under SGLang; vLLM's unfitted front end), and only
+    for them."""
 
     def caveats(model, gpu, engine, gpus=8, weights="fp8"):
         ev = Evaluator(get_model(model), get_gpu(gpu), Parallel(tp=gpus), weights, "fp8", engine)
@@ -226,10 +229,7 @@ def test_estimates_say_where_published_runs_measured_them_optimistic():
     assert caveats("deepseek-r1", "mi355x", "sglang") == []  # CDNA4 sits within 10%
     assert caveats("deepseek-r1", "h200", "sglang") == []
     assert caveats("deepseek-r1", "h200", "trtllm") == []  # trtllm-serve's front end is fitted
-    # dense GQA: no MLA kernels; but its TTFT carries a front end fitted on MoE models'
-    dense = caveats("llama-3.1-70b", "mi300x", "sglang")
-    assert len(dense) == 1 and "fitted from one-client runs of mixture-of-experts" in dense[0]
-    assert any("up to about 100 ms" in n for n in caveats("llama-3.1-8b", "h100", "trtllm", 1))
+    assert caveats("llama-3.1-70b", "mi300x", "sglang") == []  # dense GQA: no MLA kernels
     hybrid = caveats("qwen3-next-80b-a3b", "h200", "sglang", gpus=1)
     assert len(hybrid) == 1 and "Gated DeltaNet" in hybrid[0]
     assert not any("Gated DeltaNet" in n for n in caveats("qwen3-next-80b-a3b", "h200", "vllm", 1))
