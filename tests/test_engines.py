@@ -103,6 +103,15 @@ def test_max_model_len_rules():
     assert _estimate(configure("vllm", max_model_len=4096)).fits
 
 
+def _solved(tmp_path, text: str) -> dict:
+    """The plan of a scenario written to a file: what `planner solve` reads."""
+    from planner import load_scenario, solve
+
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    return solve(load_scenario(p)).to_dict()
+
+
 def test_scenario_takes_the_engine_knobs(tmp_path):
     from planner import load_scenario, solve
     from planner.errors import ScenarioError
@@ -114,9 +123,7 @@ def test_scenario_takes_the_engine_knobs(tmp_path):
     )
 
     def seats(knobs):
-        p = tmp_path / "s.yaml"
-        p.write_text(base.format(knobs=knobs))
-        row = solve(load_scenario(p)).to_dict()["plan"][0]
+        row = _solved(tmp_path, base.format(knobs=knobs))["plan"][0]
         # per GPU: more memory for KV can let a smaller replica fit, which the solver prefers
         return row["seats_per_replica"] / row["gpus_per_replica"]
 
@@ -275,7 +282,6 @@ def test_a_measured_serving_stack_time_replaces_the_fitted_one(tmp_path):
 
     from click.testing import CliRunner
 
-    from planner import load_scenario, solve
     from planner.cli import main
 
     args = ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang"]
@@ -307,9 +313,7 @@ def test_a_measured_serving_stack_time_replaces_the_fitted_one(tmp_path):
     )
 
     def gpus(knob):
-        p = tmp_path / "s.yaml"
-        p.write_text(base.format(knob=knob))
-        return solve(load_scenario(p)).to_dict()["total_gpus"]
+        return _solved(tmp_path, base.format(knob=knob))["total_gpus"]
 
     # a 100 ms target: a 90 ms stack leaves 10 ms for the prompt (8-GPU replicas); the
     # fitted dense one, far more
