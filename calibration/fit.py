@@ -346,12 +346,6 @@ def _dense_rows(use, engine: str) -> list[int]:
     ]
 
 
-def _runs_with(case, req_keys) -> str:
-    """The request key a row's prediction reads (Params.request's fallback)."""
-    key = request_key(case)
-    return key if key in req_keys or not key.endswith(DENSE_STACK) else case.server
-
-
 def _dense_light(use, engine: str) -> bool:
     rows = _dense_rows(use, engine)
     return len(rows) >= MIN_UNLOADED_TTFTS and len({use[j].source_key for j in rows}) >= 2
@@ -373,7 +367,7 @@ def _pin_request_times(x, lo, hi, use, batch, unpack, req_keys):
             rows = [
                 j
                 for j, c in enumerate(use)
-                if c.metric == "ttft_ms" and _runs_with(c, req_keys) == e and c.clients <= 1
+                if c.metric == "ttft_ms" and p.resolve(request_key(c)) == e and c.clients <= 1
             ]
         if len(rows) < MIN_UNLOADED_TTFTS:
             continue

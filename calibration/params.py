@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from estimator.efficiency import calibration, compute_share, efficiency_for
 
-# A dense model's request key beside its engine's (calibration.cases.Case.request_key):
+# A dense model's request key beside its engine's (request_key below):
 # MoE models' prompt passes carry time the roofline does not price, which their one-client
 # TTFTs put into the engine's fitted front end (SGLang's MoE models 86-213 ms beyond their
 # GPU time, its dense ones -67 to +59 ms); where dense models' light-load TTFTs say what the
@@ -58,12 +58,15 @@ class Params:
     def host(self, engine: str) -> tuple[float, float]:
         return self.engines.get(engine, (self.step_overhead_ms, self.seq_overhead_us))
 
-    def request(self, key: str) -> float:
-        """A front end's request time; a dense model's key (``<engine>:dense``) falls back to
-        its engine's where dense models have none of their own."""
+    def resolve(self, key: str) -> str:
+        """The key whose request time a row reads: a dense model's (``<engine>:dense``)
+        falls back to its engine's where dense models have none of their own."""
         if key not in self.requests and key.endswith(DENSE_STACK):
-            key = key[: -len(DENSE_STACK)]
-        return self.requests.get(key, 0.0)
+            return key[: -len(DENSE_STACK)]
+        return key
+
+    def request(self, key: str) -> float:
+        return self.requests.get(self.resolve(key), 0.0)
 
 
 def current_params(families: list[str]) -> Params:

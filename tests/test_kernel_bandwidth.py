@@ -94,14 +94,14 @@ def test_a_front_ends_time_is_what_it_adds_on_an_idle_server(cases):
     engine has one) the same over its dense models' light-load rows, which then leave the
     engine's own."""
     from calibration.batch import Batch
-    from calibration.fit import DENSE_PIN_CLIENTS, _runs_with
-    from calibration.params import DENSE_STACK
+    from calibration.fit import DENSE_PIN_CLIENTS
+    from calibration.params import DENSE_STACK, request_key
 
     p, info = fit(cases)
     pinned = dense = 0
     for e, ms in p.requests.items():
         rows = [
-            c for c in cases if c.fit and c.metric == "ttft_ms" and _runs_with(c, p.requests) == e
+            c for c in cases if c.fit and c.metric == "ttft_ms" and p.resolve(request_key(c)) == e
         ]
         top = DENSE_PIN_CLIENTS if e.endswith(DENSE_STACK) else 1
         idle = [c for c in rows if c.clients <= top and (top == 1 or c.kind == "closed")]
