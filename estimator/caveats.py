@@ -17,6 +17,15 @@ class Caveat:
     # about the serving stack's fitted time to a first token: moot where its users set theirs
     # (Engine.stack_ms)
     fitted_stack: bool = False
+    # about a workload's shape (prompt tokens, answer tokens): said only where it is known
+    # and holds
+    lengths: Callable[[float, float], bool] | None = None
+
+
+def _prompt_heavy(prompt: float, answer: float) -> bool:
+    """Prompts of ten times their answers' tokens or more: the shape of the runs below
+    (2048/128, 5000/500, 20000/2000; 2k-32k prompts for 100-200 tokens)."""
+    return prompt >= 10 * answer
 
 
 CAVEATS: tuple[Caveat, ...] = (
@@ -73,6 +82,19 @@ CAVEATS: tuple[Caveat, ...] = (
         "the estimate does not charge",
     ),
     Caveat(
+        lambda m, g, e, w: m.is_moe,
+        "measured: where prompts dwarf answers (ten times the tokens or more), mixture-of-"
+        "experts runs made fewer tokens per second than this estimate, which was 1.2-2x "
+        "theirs: TensorRT-LLM's perf overview at 2048/128 and 5000/500 (Qwen3-30B-A3B 1.5-2x "
+        "on B200/GB200, Qwen3-235B-A22B 1.2-1.85x, Llama-4 Scout 1.2-1.45x) and GPUStack's "
+        "bursts of 100-500 prompts of 2k-32k tokens (gpt-oss, Qwen3-235B, GLM-4.5-Air, "
+        "DeepSeek-R1 under vLLM and SGLang, 48 runs, a median 1.8x; "
+        "validation/candidates/llm_gpustack_throughput.csv), where "
+        "its runs of short prompts and long answers sit near or below the measured: size a "
+        "prompt-heavy MoE fleet with that margin",
+        lengths=_prompt_heavy,
+    ),
+    Caveat(
         lambda m, g, e, w: m.is_moe and w == "int4" and e == "vllm",
         "measured: DeepSeek-R1 with 4-bit AWQ weights under vLLM on 8x H100 took 2.3x this "
         "estimate's time per token at one client (tenstorrent's runs at 128-8k tokens: "
@@ -84,14 +106,17 @@ CAVEATS: tuple[Caveat, ...] = (
 
 def measured_caveats(model, gpu, engine, weights: str) -> list[str]:
     """The caveats whose published runs match this model class, GPU family, engine (an
-    :class:`~estimator.engines.Engine` or its name) and weight format; where the engine's
-    users set its stack's time to a first token, that instead of the fitted one's."""
+    :class:`~estimator.engines.Engine` or its name) and weight format, whatever the
+    workload; where the engine's users set its stack's time to a first token, that instead
+    of the fitted one's."""
     name = getattr(engine, "name", engine)
     stack_ms = getattr(engine, "stack_ms", None)
     out = [
         c.text
         for c in CAVEATS
-        if c.applies(model, gpu, name, weights) and not (c.fitted_stack and stack_ms is not None)
+        if not c.lengths
+        and c.applies(model, gpu, name, weights)
+        and not (c.fitted_stack and stack_ms is not None)
     ]
     if stack_ms is not None:
         out.append(
@@ -99,3 +124,15 @@ def measured_caveats(model, gpu, engine, weights: str) -> list[str]:
             f"stack (serving_stack_ms), not the one fitted for {name}'s own server"
         )
     return out
+
+
+def shape_caveats(model, gpu, engine, weights: str, prompt: float, answer: float) -> list[str]:
+    """The caveats about a workload's shape (``prompt`` and ``answer`` tokens) whose
+    published runs match this stack: said where the workload is known, beside
+    :func:`measured_caveats`."""
+    name = getattr(engine, "name", engine)
+    return [
+        c.text
+        for c in CAVEATS
+        if c.lengths and c.lengths(prompt, answer) and c.applies(model, gpu, name, weights)
+    ]

@@ -13,6 +13,7 @@ import numpy as np
 
 from .bands import apply_bands, band_basis, regime_factors
 from .catalog import get_gpu
+from .caveats import shape_caveats
 from .disagg import disaggregated_point, kv_transfer_seconds
 from .engines import Engine
 from .errors import EstimatorError
@@ -249,5 +250,6 @@ def curve(
         if split
         else None,
         labels={"model": lm.display_name or lm.name, "gpu": acc.display_name},
-        notes=list(ev.notes),
+        notes=list(ev.notes)
+        + shape_caveats(lm, acc, ev.engine, ev.wfmt.name, input_tokens, output_tokens),
     )

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import comm
 from .bands import bands_for
-from .caveats import measured_caveats
+from .caveats import measured_caveats, shape_caveats
 from .efficiency import Efficiency, calibration_note, efficiency_key
 from .engine_limits import engine_cap_refusal, max_model_len_refusal, state_pool_refusal
 from .engines import (
@@ -435,7 +435,7 @@ def estimate_replica(
     e2e = ttft + (o - 1) * tpot
     cycle = prefill_s + (o - 1) * tpot
     replica_out = b * o / cycle
-    notes = list(ev.notes)
+    notes = list(ev.notes) + shape_caveats(model, gpu, ev.engine, ev.wfmt.name, i, o)
     if ctx_note := model.context_note(end_ctx):
         notes.append(ctx_note)
     if ev.weight_bytes > ev.capacity:

@@ -148,16 +148,18 @@ def _link_notes(pl: SearchSpace, plan: Plan) -> list[str]:
 def _caveat_notes(pl: SearchSpace, plan: Plan) -> list[str]:
     """What published runs measured of the recommendation's stacks where the estimate is
     known to be off (estimator.caveats: model class, GPU family, engine, weight
-    format), once each."""
-    from estimator.caveats import measured_caveats
+    format, and the workload's prompt and answer lengths), once each."""
+    from estimator.caveats import measured_caveats, shape_caveats
 
     gpus = {g.name: g for g in pl.gpus}
-    engines = {w.name: w.engine for w in pl.sc.workloads if w.name in pl.models}
+    loads = {w.name: w for w in pl.sc.workloads if w.name in pl.models}
     where: dict[str, set[str]] = {}  # a caveat once, with the workloads on GPUs it applies to
     for a in plan.assignments:
         if a.workload in pl.models and a.gpu in gpus:
-            model, engine = pl.models[a.workload], engines[a.workload]
-            for note in measured_caveats(model, gpus[a.gpu], engine, a.weights):
+            model, w = pl.models[a.workload], loads[a.workload]
+            g, io = gpus[a.gpu], (w.input_tokens, w.output_tokens)
+            notes = measured_caveats(model, g, w.engine, a.weights)
+            for note in notes + shape_caveats(model, g, w.engine, a.weights, *io):
                 where.setdefault(note, set()).add(f"{a.workload} on {a.gpu}")
     return sorted(f"{', '.join(sorted(w))}: {note}" for note, w in where.items())
 

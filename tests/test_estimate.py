@@ -15,6 +15,7 @@ from estimator import (
     get_model,
     gpu_catalog,
 )
+from estimator.curves import curve
 from estimator.efficiency import efficiency_for, efficiency_key
 
 
@@ -233,6 +234,34 @@ def test_estimates_say_where_published_runs_measured_them_optimistic():
     hybrid = caveats("qwen3-next-80b-a3b", "h200", "sglang", gpus=1)
     assert len(hybrid) == 1 and "Gated DeltaNet" in hybrid[0]
     assert not any("Gated DeltaNet" in n for n in caveats("qwen3-next-80b-a3b", "h200", "vllm", 1))
+
+
+def test_prompt_heavy_moe_estimates_say_their_published_shortfall():
+    """A workload's shape has its own caveat: mixture-of-experts runs whose prompts are ten
+    times their answers or more made 1.2-2x fewer tokens per second than estimated; said
+    for such a workload only, and not for a dense model of the same shape."""
+
+    def said(model, prompt, answer):
+        est = estimate_replica(
+            get_model(model),
+            get_gpu("h100"),
+            Parallel(tp=1),
+            Workload(batch=8, input_tokens=prompt, output_tokens=answer),
+            "fp8",
+            "fp8",
+        )
+        return [n for n in est.notes if "where prompts dwarf answers" in n]
+
+    assert len(said("qwen3-30b-a3b", 5000, 500)) == 1
+    assert said("qwen3-30b-a3b", 4999, 500) == []  # under ten times
+    assert said("qwen3-30b-a3b", 500, 2000) == []
+    assert said("llama-3.1-8b", 5000, 100) == []  # dense
+    # not said where no workload is known (the replica's own notes)
+    ev = Evaluator(get_model("qwen3-30b-a3b"), get_gpu("h100"), Parallel(tp=1), "fp8")
+    assert not any("where prompts dwarf answers" in n for n in ev.notes)
+    # the curve of such a workload says it too
+    c = curve("qwen3-30b-a3b", "h100", input_tokens=6000, output_tokens=300, users=[1, 2])
+    assert sum("where prompts dwarf answers" in n for n in c.notes) == 1
 
 
 def test_a_dispatch_reaches_each_rank_once():

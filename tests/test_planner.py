@@ -712,6 +712,27 @@ fleet: {gpus: [mi300x], max_gpus_per_replica: 8}
             assert len(said) == 1 and "vLLM's own time to a first token" in said[0]
 
 
+def test_plans_of_prompt_heavy_moe_workloads_say_their_published_shortfall(tmp_path):
+    """A plan whose MoE workload sends prompts ten times its answers or more says what such
+    published runs measured (estimator.caveats, by the workload's shape); the same model
+    answering at length does not."""
+    moe = """name: rag
+workloads:
+  - {name: rag, model: qwen3-30b-a3b, weights: fp8, users: 200, hours_per_person: 3,
+     utilisation: 0.5, input_tokens: IN, output_tokens: OUT, ttft_s: 3.0, tokens_per_s: 20,
+     think_time_s: 30}
+fleet: {gpus: [h100-sxm], max_gpus_per_replica: 2}
+"""
+    for (isl, osl), noted in (((6000, 300), True), ((1000, 1000), False)):
+        text = moe.replace("IN", str(isl)).replace("OUT", str(osl))
+        res = plan_scenario(load_scenario(write(tmp_path, text, f"rag{isl}.yaml")), top=1)
+        assert res.feasible
+        said = [n for n in res.notes if "where prompts dwarf answers" in n]
+        assert bool(said) == noted, res.notes
+        if noted:
+            assert said[0].startswith("rag on h100-sxm: measured:")
+
+
 def test_calibrated_only_keeps_the_gpus_the_accuracy_figures_cover(tmp_path):
     """fleet.calibrated_only plans only on GPUs whose family's bandwidth and compute shares
     are both fitted (H100, MI300X here), says which it left out (L40S: its compute share is
