@@ -119,6 +119,7 @@ def learnability(rep, metrics: tuple[str, ...]) -> None:
     print(f"  the estimator alone, leave-one-source-out:      {_score(meas, pred)}")
     onehot = np.array([[p == q for q in sorted(set(pubs))] for p in pubs], float)
     fold = np.random.default_rng(SEED).permutation(len(cases)) % FOLDS
+    xs = np.hstack([x, onehot])  # the inputs with the publisher told
     learners = [(f"ridge {s:g}, pairwise", functools.partial(ridge, strength=s)) for s in RIDGES]
     learners.append((f"{NEIGHBOURS} nearest rows", neighbours))
     for name, learner in learners:
@@ -127,7 +128,6 @@ def learnability(rep, metrics: tuple[str, ...]) -> None:
             te = pubs == p
             loso[te] = learner(x[~te], y[~te], x[te])
         print(f"  + {name:20s} leave-one-source-out:      {_score(meas, pred * np.exp(loso))}")
-        xs = np.hstack([x, onehot])
         folds = np.empty(len(cases))
         for k in range(FOLDS):
             te = fold == k

@@ -157,9 +157,11 @@ def _caveat_notes(pl: SearchSpace, plan: Plan) -> list[str]:
     for a in plan.assignments:
         if a.workload in pl.models and a.gpu in gpus:
             model, w = pl.models[a.workload], loads[a.workload]
-            g, io = gpus[a.gpu], (w.input_tokens, w.output_tokens)
-            notes = measured_caveats(model, g, w.engine, a.weights)
-            for note in notes + shape_caveats(model, g, w.engine, a.weights, *io):
+            g = gpus[a.gpu]
+            notes = measured_caveats(model, g, w.engine, a.weights) + shape_caveats(
+                model, g, w.engine, a.weights, w.input_tokens, w.output_tokens
+            )
+            for note in notes:
                 where.setdefault(note, set()).add(f"{a.workload} on {a.gpu}")
     return sorted(f"{', '.join(sorted(w))}: {note}" for note, w in where.items())
 
